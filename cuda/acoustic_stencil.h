@@ -1,0 +1,165 @@
+/*
+ * Constant-density acoustic wave equation: one grid point of one time step,
+ * forward and adjoint.  The single definition of the stencil and the CPML
+ * update, shared by the C/OpenMP kernels (sweep_cy/acoustic_cpu.c) and the
+ * CUDA kernels (cuda/acoustic.cu).  Included once per specialisation, so it
+ * has no include guard; see sweep_common.h for the macros it needs.
+ *
+ * PDE: u_tt = v^2 (lap u + f).  Leapfrog in time, centred differences of
+ * order SWEEP_ORDER in space, C-PML (Komatitsch & Martin 2007 form, second
+ * order in time after Pasalic & McGarry 2010).  Per axis d, with CPML
+ * profiles a_d <= 0 and b_d in (0, 1] (both zero outside the CPML):
+ *
+ *   t_d          = D2_d u^n + D1_d psi_d^n
+ *   zeta_d^{n+1} = b_d zeta_d^n + a_d t_d
+ *   psi_d^{n+1}  = b_d psi_d^n + a_d D1_d u^n
+ *   W^n          = sum_d (t_d + zeta_d^{n+1})
+ *   u^{n+1}      = v^2 dt^2 W^n + 2 u^n - u^{n-1}   (+ v^2 dt^2 f at sources)
+ *
+ * Away from the CPML (psi = zeta = a = b = 0 within a halo) this reduces
+ * exactly to W = lap u, so the "plain" path below is the same linear operator.
+ *
+ * Adjoint (the exact transpose of the step above; D2^T = D2, D1^T = -D1 on
+ * zero-padded fields).  With lambda = adjoint of u^{n+1}, g = v^2 dt^2 lambda,
+ * P_d = adjoint of psi_d^{n+1}, Z_d = adjoint of zeta_d^{n+1}:
+ *
+ *   lambda^n  = 2 lambda - lambda^{n+1}_prev
+ *               + sum_d [D2_d((1 + a_d) g) + D2_d(a_d Z_d) - D1_d(a_d P_d)]
+ *   P_d^n     = b_d P_d - D1_d((1 + a_d) g) - D1_d(a_d Z_d)
+ *   Z_d^n     = b_d (Z_d + g)
+ *
+ * Assumptions: every field is zero on the outer halo (the adjoint's free
+ * surface ghosts are odd mirrors, written by the caller); psi and zeta are zero
+ * outside the CPML.  The "store" output is W^n, the factor that multiplies
+ * v^2 dt^2, so the model gradient is sum_n lambda^{n+1} W^n.
+ */
+
+#define SWEEP_H (SWEEP_ORDER / 2)
+#define SWEEP_FN(name) SWEEP_CAT3(name, _, SWEEP_SUFFIX)
+#define SWEEP_R SWEEP_REAL
+#define SWEEP_FIRST_AXIS (3 - SWEEP_NDIM)
+
+/* out = sum of weighted second / first differences of ACC(k) (k = offset). */
+#define SWEEP_D2(out, ACC)                                                   \
+  do {                                                                       \
+    out = (SWEEP_R)c2[0] * (ACC(0));                                         \
+    for (int k_ = 1; k_ <= SWEEP_H; ++k_)                                    \
+      out += (SWEEP_R)c2[k_] * ((ACC(k_)) + (ACC(-k_)));                     \
+  } while (0)
+#define SWEEP_D1(out, ACC)                                                   \
+  do {                                                                       \
+    out = 0;                                                                 \
+    for (int k_ = 1; k_ <= SWEEP_H; ++k_)                                    \
+      out += (SWEEP_R)c1[k_ - 1] * ((ACC(k_)) - (ACC(-k_)));                 \
+  } while (0)
+
+#define SWEEP_COEFFS                                                         \
+  const double c1[SWEEP_H] = SWEEP_CAT(SWEEP_D1_, SWEEP_ORDER);              \
+  const double c2[SWEEP_H + 1] = SWEEP_CAT(SWEEP_D2_, SWEEP_ORDER);          \
+  (void)c1;                                                                  \
+  (void)c2
+
+/*
+ * Forward update of point i (flat index in one shot's padded field) with
+ * coordinates c.  Writes u^{n+1} over u_prev, psi_new, zeta (in place) and,
+ * when store is not NULL, W^n.  pml == 0 selects the plain interior path.
+ */
+SWEEP_HD void SWEEP_FN(acoustic_fwd_point)(
+    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
+    const SWEEP_R *SWEEP_RESTRICT u, SWEEP_R *SWEEP_RESTRICT u_prev,
+    SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
+    const SWEEP_R *const *pml_a, const SWEEP_R *const *pml_b,
+    SWEEP_R *SWEEP_RESTRICT store, sweep_int i, const sweep_int *c, const int pml) {
+  SWEEP_COEFFS;
+  SWEEP_R w = 0;
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
+    const sweep_int s = p->stride[d];
+    const SWEEP_R rdx = (SWEEP_R)p->rdx[d];
+    const SWEEP_R rdx2 = (SWEEP_R)p->rdx2[d];
+    SWEEP_R d2u;
+#define ACC_U(k) u[i + (k) * s]
+    SWEEP_D2(d2u, ACC_U);
+    d2u *= rdx2;
+    if (pml) {
+      const SWEEP_R *ps = psi[d];
+      const SWEEP_R a = pml_a[d][c[d]];
+      const SWEEP_R b = pml_b[d][c[d]];
+      SWEEP_R d1psi, d1u;
+#define ACC_PSI(k) ps[i + (k) * s]
+      SWEEP_D1(d1psi, ACC_PSI);
+      SWEEP_D1(d1u, ACC_U);
+#undef ACC_PSI
+      const SWEEP_R t = d2u + d1psi * rdx;
+      const SWEEP_R zn = b * zeta[d][i] + a * t;
+      zeta[d][i] = zn;
+      psi_new[d][i] = b * ps[i] + a * (d1u * rdx);
+      w += t + zn;
+    } else {
+      w += d2u;
+    }
+#undef ACC_U
+  }
+  u_prev[i] = v2dt2[i] * w + 2 * u[i] - u_prev[i];
+  if (store) store[i] = w;
+}
+
+/*
+ * Adjoint update of point i: lam holds the adjoint of u^{n+1}, lam_prev that
+ * of u^{n+2} on entry and receives the adjoint of u^n.  P/Z hold the adjoints
+ * of psi^{n+1}/zeta^{n+1}; P_new/Z_new receive those of psi^n/zeta^n.
+ * When grad is not NULL, accumulates grad += lam * W^n (store = W^n).
+ */
+SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
+    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
+    const SWEEP_R *SWEEP_RESTRICT lam, SWEEP_R *SWEEP_RESTRICT lam_prev,
+    SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
+    const SWEEP_R *const *pml_a, const SWEEP_R *const *pml_b,
+    const SWEEP_R *SWEEP_RESTRICT store, SWEEP_R *SWEEP_RESTRICT grad,
+    sweep_int i, const sweep_int *c, const int pml) {
+  SWEEP_COEFFS;
+  SWEEP_R acc = 0;
+  const SWEEP_R gi = v2dt2[i] * lam[i];
+#define ACC_G(k) (v2dt2[i + (k) * s] * lam[i + (k) * s])
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
+    const sweep_int s = p->stride[d];
+    const SWEEP_R rdx = (SWEEP_R)p->rdx[d];
+    const SWEEP_R rdx2 = (SWEEP_R)p->rdx2[d];
+    if (pml) {
+      const SWEEP_R *a = pml_a[d];
+      const sweep_int cd = c[d];
+      const SWEEP_R *Pd = P[d];
+      const SWEEP_R *Zd = Z[d];
+      SWEEP_R d2g, d1g, d2z, d1z, d1p;
+#define ACC_AG(k) ((1 + a[cd + (k)]) * ACC_G(k))
+#define ACC_AZ(k) (a[cd + (k)] * Zd[i + (k) * s])
+#define ACC_AP(k) (a[cd + (k)] * Pd[i + (k) * s])
+      SWEEP_D2(d2g, ACC_AG);
+      SWEEP_D1(d1g, ACC_AG);
+      SWEEP_D2(d2z, ACC_AZ);
+      SWEEP_D1(d1z, ACC_AZ);
+      SWEEP_D1(d1p, ACC_AP);
+#undef ACC_AG
+#undef ACC_AZ
+#undef ACC_AP
+      const SWEEP_R b = pml_b[d][cd];
+      acc += (d2g + d2z) * rdx2 - d1p * rdx;
+      P_new[d][i] = b * Pd[i] - (d1g + d1z) * rdx;
+      Z_new[d][i] = b * (Zd[i] + gi);
+    } else {
+      SWEEP_R d2g;
+      SWEEP_D2(d2g, ACC_G);
+      acc += d2g * rdx2;
+    }
+  }
+#undef ACC_G
+  if (grad) grad[i] += lam[i] * store[i];
+  lam_prev[i] = 2 * lam[i] - lam_prev[i] + acc;
+}
+
+#undef SWEEP_H
+#undef SWEEP_FN
+#undef SWEEP_R
+#undef SWEEP_FIRST_AXIS
+#undef SWEEP_D2
+#undef SWEEP_D1
+#undef SWEEP_COEFFS

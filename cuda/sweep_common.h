@@ -1,0 +1,80 @@
+/*
+ * Shared definitions for the CPU (C + OpenMP) and CUDA (NVRTC) kernels.
+ *
+ * This header is compiled twice: by the C compiler into sweep._C, and at run
+ * time by CuPy/NVRTC as part of the CUDA sources.  It must therefore stay
+ * valid C99 and CUDA C++, and must not include system headers (NVRTC has none).
+ *
+ * Specialisation is by macros defined before including the kernel headers:
+ *   SWEEP_NDIM   2 or 3
+ *   SWEEP_ORDER  2, 4, 6 or 8 (spatial accuracy)
+ *   SWEEP_REAL   float or double
+ *   SWEEP_SUFFIX token appended to every function name (e.g. 2d_o4_f32)
+ */
+#ifndef SWEEP_COMMON_H
+#define SWEEP_COMMON_H
+
+typedef long long sweep_int;
+
+#ifdef __CUDACC__
+#define SWEEP_HD __device__ __forceinline__
+#define SWEEP_RESTRICT __restrict__
+#else
+#define SWEEP_HD static inline __attribute__((always_inline))
+#define SWEEP_RESTRICT restrict
+#endif
+
+#define SWEEP_CAT_(a, b) a##b
+#define SWEEP_CAT(a, b) SWEEP_CAT_(a, b)
+#define SWEEP_CAT3(a, b, c) SWEEP_CAT(SWEEP_CAT(a, b), c)
+
+/*
+ * Scalars that describe one propagation call.  Axis order is (z, y, x) with x
+ * contiguous; a 2D problem uses axes 1 and 2 and has shape[0] == 1.  Every
+ * index is in the padded grid: [halo | pml_lo | model | pml_hi | halo].
+ *
+ * The Python mirror of this layout is sweep/_params.py; tests compare them.
+ */
+typedef struct sweep_acoustic_params {
+  sweep_int n_shots;
+  sweep_int n_src;        /* sources per shot */
+  sweep_int n_rec;        /* receivers per shot */
+  sweep_int nt;           /* length of the time axis of amplitude arrays */
+  sweep_int halo;         /* stencil half width = order / 2 */
+  sweep_int shot_stride;  /* elements of one padded field of one shot */
+  sweep_int shape[3];     /* padded shape */
+  sweep_int stride[3];    /* element strides of the padded shape */
+  sweep_int plain_lo[3];  /* [plain_lo, plain_hi) needs no CPML terms */
+  sweep_int plain_hi[3];
+  sweep_int free_lo[3];   /* 1 when the low face is a free surface */
+  sweep_int free_hi[3];
+  double rdx[3];          /* 1 / grid spacing */
+  double rdx2[3];         /* 1 / grid spacing^2 */
+} sweep_acoustic_params;
+
+/*
+ * Arrays of one call.  Every wavefield is (n_shots, *padded shape).  The
+ * forward pass reads/writes u_prev, u, psi, psi_new, zeta; the adjoint pass
+ * reuses the same slots for its adjoint fields (lambda in u, adjoint psi in
+ * psi, adjoint zeta in zeta) and also uses zeta_new.
+ */
+typedef struct sweep_acoustic_fields {
+  const void *v2dt2;      /* (v dt)^2 on the padded grid, shared by all shots */
+  void *u_prev;
+  void *u;
+  void *psi[3];
+  void *psi_new[3];
+  void *zeta[3];
+  void *zeta_new[3];
+  const void *pml_a[3];   /* CPML a and b profiles per axis, length shape[d] */
+  const void *pml_b[3];
+  const void *src_amp;    /* (n_shots, n_src, nt) */
+  const sweep_int *src_idx; /* (n_shots, n_src) flat indices into a shot's field */
+  void *rec;              /* (n_shots, n_rec, nt): forward output / adjoint input */
+  const sweep_int *rec_idx;
+  void *store;            /* (n_steps, n_shots, shot_stride) or NULL */
+  void *grad_v2dt2;       /* (n_shots, shot_stride) or NULL */
+  void *grad_src;         /* (n_shots, n_src, nt) or NULL */
+} sweep_acoustic_fields;
+
+#endif /* SWEEP_COMMON_H */

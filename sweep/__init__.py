@@ -1,0 +1,21 @@
+"""sweep: differentiable wave-equation propagation.
+
+Propagators take NumPy arrays (or CuPy, PyTorch and JAX arrays) and run either
+the compiled kernels (``impl="c"``: C/OpenMP on the CPU, CUDA through CuPy) or
+the eager Array-API code (``impl="eager"``).  ``sweep.vjp`` gives gradients.
+"""
+
+from __future__ import annotations
+
+from ._impl import binding_error
+from ._vjp import vjp
+from .acoustic import AcousticResult, acoustic
+
+__version__ = "0.1.0"
+
+__all__ = ["AcousticResult", "acoustic", "binding_available", "vjp", "__version__"]
+
+
+def binding_available() -> bool:
+    """True when the compiled kernels (``sweep._C``) import."""
+    return binding_error() is None

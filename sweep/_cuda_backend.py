@@ -1,0 +1,119 @@
+"""CUDA launcher: compiles ``cuda/*.cu`` with CuPy (NVRTC) and runs time steps.
+
+It exposes the same ``acoustic_run`` entry point as the CPU binding
+(``sweep._C``), taking the same parameter and pointer records, so the driver
+in ``sweep._compiled`` is shared.  Kernels are compiled once per
+(ndim, order, dtype, device) from a preamble that defines the
+specialisation macros and the FD coefficients rendered by ``sweep._fd``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _fd
+from ._params import ACOUSTIC_PARAMS
+
+_BLOCK = (32, 8, 1)
+
+
+def source_dir() -> Path:
+    """Folder holding the CUDA sources (installed package data or the source tree)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_cuda", here.parent / "cuda"):
+        if (candidate / "acoustic.cu").exists():
+            return candidate
+    raise FileNotFoundError("sweep's CUDA sources (acoustic.cu) were not found")
+
+
+def preamble(ndim: int, order: int, dtype: np.dtype) -> str:
+    """Macro preamble selecting one specialisation (shared with the nvcc test)."""
+    real, tag = ("double", "f64") if np.dtype(dtype) == np.float64 else ("float", "f32")
+    return (
+        f"#define SWEEP_NDIM {ndim}\n#define SWEEP_ORDER {order}\n"
+        f"#define SWEEP_REAL {real}\n#define SWEEP_SUFFIX {ndim}d_o{order}_{tag}\n"
+        + _fd.c_header()
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def _module(ndim: int, order: int, dtype_str: str, device_id: int) -> Any:
+    import cupy
+
+    src_dir = source_dir()
+    code = preamble(ndim, order, np.dtype(dtype_str)) + (src_dir / "acoustic.cu").read_text()
+    with cupy.cuda.Device(device_id):
+        mod = cupy.RawModule(code=code, options=("-std=c++17", f"-I{src_dir}"))
+        mod.compile()
+    return mod
+
+
+def _swap(fields: np.ndarray, a: str, b: str, axes: list[int] | None = None) -> None:
+    if axes is None:
+        fields[a], fields[b] = fields[b].copy(), fields[a].copy()
+    else:
+        for ax in axes:
+            fields[a][ax], fields[b][ax] = fields[b][ax].copy(), fields[a][ax].copy()
+
+
+def acoustic_run(
+    ndim: int,
+    order: int,
+    is_double: bool,
+    adjoint: bool,
+    params: np.ndarray,
+    fields: np.ndarray,
+    t: int,
+    n_steps: int,
+    n_threads: int = 0,
+) -> None:
+    """Run ``n_steps`` forward steps from ``t`` or adjoint steps ending at ``t``."""
+    import cupy
+
+    dtype = np.float64 if is_double else np.float32
+    mod = _module(ndim, order, np.dtype(dtype).str, cupy.cuda.Device().id)
+    p = params.astype(ACOUSTIC_PARAMS)
+    f = fields.copy()
+    shape = p["shape"]
+    n_active_z = int(shape[0] - 2 * (order // 2)) if ndim == 3 else 1
+    h = order // 2
+    grid = (
+        (int(shape[2]) - 2 * h + _BLOCK[0] - 1) // _BLOCK[0],
+        (int(shape[1]) - 2 * h + _BLOCK[1] - 1) // _BLOCK[1],
+        int(p["n_shots"]) * n_active_z,
+    )
+    n_shots = int(p["n_shots"])
+    shot_grid = ((n_shots + 127) // 128,)
+    axes = [3 - ndim + d for d in range(ndim)]
+    faces = [
+        (d, side)
+        for d in axes
+        for side, key in ((0, "free_lo"), (1, "free_hi"))
+        if p[key][d]
+    ]
+    main = mod.get_function("acoustic_adjoint" if adjoint else "acoustic_forward")
+    sources = mod.get_function(
+        "acoustic_adjoint_sources" if adjoint else "acoustic_forward_sources"
+    )
+    ghosts = mod.get_function("acoustic_ghosts")
+    steps = range(t - 1, t - n_steps - 1, -1) if adjoint else range(t, t + n_steps)
+    t_first = t - n_steps if adjoint else t
+    for step in steps:
+        main(grid, _BLOCK, (p[()], f[()], np.int64(step - t_first)))
+        sources(shot_grid, (128,), (p[()], f[()], np.int64(step)))
+        for d, side in faces:
+            n1 = int(shape[1 if d == 0 else 0]) * int(shape[2 if d != 2 else 1])
+            total = n_shots * h * n1
+            ghosts(
+                ((total + 255) // 256,),
+                (256,),
+                (p[()], np.uint64(f["u_prev"]), np.int32(d), np.int32(side)),
+            )
+        _swap(f, "u_prev", "u")
+        _swap(f, "psi", "psi_new", axes)
+        if adjoint:
+            _swap(f, "zeta", "zeta_new", axes)

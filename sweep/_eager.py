@@ -1,0 +1,167 @@
+"""Eager acoustic propagator written once against the Python Array API.
+
+The same code runs on NumPy, CuPy, PyTorch and JAX arrays.  It is the
+reference for the compiled kernels (same discrete operator, see
+``cuda/acoustic_stencil.h``) and it is differentiable by the framework's own
+autodiff (torch.autograd, jax.vjp).  Every operation is out of place so that
+JAX can trace it; the step is a pure function of (state, inputs) so callers
+may wrap it in ``torch.compile`` or ``jax.lax.scan``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _fd
+from ._grid import Geometry
+from ._xp import array_namespace, device_of, scatter_add
+
+
+@dataclass
+class EagerAcoustic:
+    """Constants of one eager propagation, converted to the caller's arrays."""
+
+    geom: Geometry
+    xp: Any
+    dtype: Any
+    device: Any
+
+    @classmethod
+    def build(cls, geom: Geometry, like: Any) -> EagerAcoustic:
+        """Prepare constants on the namespace/device/dtype of ``like``."""
+        xp = array_namespace(like)
+        self = cls(geom, xp, like.dtype, device_of(like))
+        self._setup()
+        return self
+
+    def _asarray(self, x: np.ndarray, dtype: Any = None) -> Any:
+        return self.xp.asarray(x, dtype=dtype or self.dtype, device=self.device)
+
+    def _setup(self) -> None:
+        g, xp = self.geom, self.xp
+        nd = g.ndim
+        self.c1 = [float(c) for c in _fd.first_derivative(g.order)]
+        self.c2 = [float(c) for c in _fd.second_derivative(g.order)]
+        self.maps = [self._asarray(g.axis_map(d), xp.int64) for d in range(nd)]
+        active = np.ones(g.padded_shape)
+        live = np.ones(g.padded_shape)
+        for d in range(nd):
+            shape = [1] * nd
+            shape[d] = -1
+            active = active * g.axis_active(d).reshape(shape)
+            live = live * g.axis_live(d).reshape(shape)
+        self.active = self._asarray(active[None])
+        self.live = self._asarray(live[None])
+        self.pml = []
+        for d in range(nd):
+            shape = [1] * (nd + 1)
+            shape[d + 1] = -1
+            a, b = g.pml_profiles[d]
+            self.pml.append((self._asarray(a.reshape(shape)), self._asarray(b.reshape(shape))))
+        self.ghosts = []
+        for d in range(nd):
+            mirror, ghost = g.ghost_mirror(d)
+            if ghost.any():
+                shape = [1] * (nd + 1)
+                shape[d + 1] = -1
+                self.ghosts.append(
+                    (d, self._asarray(mirror, xp.int64), self._asarray(ghost.reshape(shape)))
+                )
+        n = g.shot_stride
+        shot_off = np.arange(g.n_shots, dtype=np.int64)[:, None] * n
+        self.src_global = self._asarray((g.src_idx + shot_off).reshape(-1), xp.int64)
+        self.src_local = self._asarray(g.src_idx.reshape(-1), xp.int64)
+        self.rec_global = self._asarray((g.rec_idx + shot_off).reshape(-1), xp.int64)
+        self.rdx = [1.0 / dx for dx in g.spacing]
+
+    # -- model ---------------------------------------------------------------
+    def v2dt2(self, v: Any) -> Any:
+        """(v dt)^2 on the padded grid, zero outside the updated cells."""
+        xp = self.xp
+        v_pad = v
+        for d, m in enumerate(self.maps):
+            v_pad = xp.take(v_pad, m, axis=d)
+        return (v_pad * self.geom.dt) ** 2 * self.live[0]
+
+    # -- stencils ------------------------------------------------------------
+    def _d2(self, f: Any, axis: int) -> Any:
+        xp = self.xp
+        out = self.c2[0] * f
+        for k, c in enumerate(self.c2[1:], start=1):
+            out = out + c * (xp.roll(f, -k, axis=axis) + xp.roll(f, k, axis=axis))
+        return out
+
+    def _d1(self, f: Any, axis: int) -> Any:
+        xp = self.xp
+        out = None
+        for k, c in enumerate(self.c1, start=1):
+            term = c * (xp.roll(f, -k, axis=axis) - xp.roll(f, k, axis=axis))
+            out = term if out is None else out + term
+        return out
+
+    def initial_state(self) -> dict[str, Any]:
+        """Zero wavefields: u_prev, u and the CPML memory variables per axis."""
+        g, xp = self.geom, self.xp
+        shape = (g.n_shots, *g.padded_shape)
+
+        def zeros() -> Any:
+            return xp.zeros(shape, dtype=self.dtype, device=self.device)
+
+        return {
+            "u_prev": zeros(),
+            "u": zeros(),
+            "psi": [zeros() for _ in range(g.ndim)],
+            "zeta": [zeros() for _ in range(g.ndim)],
+        }
+
+    def step(self, state: dict[str, Any], v2dt2: Any, amp_t: Any | None) -> tuple[dict, Any]:
+        """One time step: returns the new state and the receiver samples of u^t."""
+        xp = self.xp
+        u, u_prev = state["u"], state["u_prev"]
+        w = None
+        psi_new, zeta_new = [], []
+        for d in range(self.geom.ndim):
+            axis = d + 1
+            a, b = self.pml[d]
+            rdx = self.rdx[d]
+            t = self._d2(u, axis) * (rdx * rdx) + self._d1(state["psi"][d], axis) * rdx
+            zn = b * state["zeta"][d] + a * t
+            psi_new.append(b * state["psi"][d] + a * (self._d1(u, axis) * rdx))
+            zeta_new.append(zn)
+            w = t + zn if w is None else w + (t + zn)
+        u_new = (v2dt2 * w + 2 * u - u_prev) * self.active
+        shape = u_new.shape
+        rec = None
+        if self.rec_global.shape[0]:
+            rec = xp.reshape(xp.take(xp.reshape(u, (-1,)), self.rec_global), (shape[0], -1))
+        if amp_t is not None and self.src_global.shape[0]:
+            inj = xp.take(xp.reshape(v2dt2, (-1,)), self.src_local) * xp.reshape(amp_t, (-1,))
+            u_new = xp.reshape(scatter_add(xp.reshape(u_new, (-1,)), self.src_global, inj), shape)
+        for d, mirror, ghost in self.ghosts:
+            u_new = u_new - ghost * xp.take(u_new, mirror, axis=d + 1)
+        return {"u_prev": u, "u": u_new, "psi": psi_new, "zeta": zeta_new}, rec
+
+    def run(self, v: Any, amp: Any, progress: bool = False) -> tuple[Any, dict[str, Any]]:
+        """Propagate all time steps; returns receivers (n_shots, n_rec, nt) and final state."""
+        xp, g = self.xp, self.geom
+        v2dt2 = self.v2dt2(v)
+        state = self.initial_state()
+        records = []
+        steps = range(g.nt)
+        if progress:
+            from tqdm.auto import tqdm
+
+            steps = tqdm(steps, desc="sweep eager", unit="step")
+        for t in steps:
+            amp_t = amp[:, :, t] if amp is not None and g.n_src else None
+            state, rec = self.step(state, v2dt2, amp_t)
+            if rec is not None:
+                records.append(rec)
+        if records:
+            receivers = xp.stack(records, axis=-1)
+        else:
+            receivers = xp.zeros((g.n_shots, g.n_rec, g.nt), dtype=self.dtype, device=self.device)
+        return receivers, state

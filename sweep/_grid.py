@@ -1,0 +1,296 @@
+"""Padded grid, C-PML profiles and source/receiver indexing.
+
+Every wavefield lives on a padded grid.  Along each axis::
+
+    [ halo | CPML (lo) | model | CPML (hi) | halo ]
+
+``halo = order // 2`` cells are never updated: they hold zeros (so stencils
+near the edge read zeros), or, behind a free surface, the odd mirror image of
+the wavefield.  A free-surface face has no CPML; the surface is the first
+(or last) model row along that axis, where the wavefield is held at zero.
+
+The model is extended into the CPML by repeating its edge values, so the
+gradient with respect to a CPML cell is folded back onto the edge cell it
+copies (:meth:`Geometry.fold`): the CPML is part of the discrete forward
+operator and the gradient is exact for it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from . import _fd
+from ._params import ACOUSTIC_PARAMS
+
+
+@dataclass(frozen=True, eq=False)
+class Geometry:
+    """Static description of one propagation call (no model values)."""
+
+    ndim: int
+    order: int
+    model_shape: tuple[int, ...]
+    spacing: tuple[float, ...]
+    dt: float
+    nt: int
+    pml_width: tuple[int, ...]  # (lo_0, hi_0, lo_1, hi_1, ...)
+    free_surface: tuple[bool, ...]  # same order as pml_width
+    pml_freq: float
+    v_max: float
+    src_loc: np.ndarray  # (n_shots, n_src, ndim) int64, model coordinates
+    rec_loc: np.ndarray  # (n_shots, n_rec, ndim)
+
+    @property
+    def halo(self) -> int:
+        """Stencil half width."""
+        return _fd.halo(self.order)
+
+    @property
+    def n_shots(self) -> int:
+        """Number of shots."""
+        return int(self.src_loc.shape[0])
+
+    @property
+    def n_src(self) -> int:
+        """Sources per shot."""
+        return int(self.src_loc.shape[1])
+
+    @property
+    def n_rec(self) -> int:
+        """Receivers per shot."""
+        return int(self.rec_loc.shape[1])
+
+    def lo(self, d: int) -> int:
+        """First model index along axis ``d`` in padded coordinates."""
+        return self.halo + self.pml_width[2 * d]
+
+    @cached_property
+    def padded_shape(self) -> tuple[int, ...]:
+        """Shape of one shot's padded field."""
+        h = self.halo
+        return tuple(
+            n + self.pml_width[2 * d] + self.pml_width[2 * d + 1] + 2 * h
+            for d, n in enumerate(self.model_shape)
+        )
+
+    @cached_property
+    def strides(self) -> tuple[int, ...]:
+        """Element strides of the padded shape (C order)."""
+        out, acc = [], 1
+        for n in reversed(self.padded_shape):
+            out.append(acc)
+            acc *= n
+        return tuple(reversed(out))
+
+    @property
+    def shot_stride(self) -> int:
+        """Elements in one shot's padded field."""
+        return math.prod(self.padded_shape)
+
+    def flat_index(self, loc: np.ndarray) -> np.ndarray:
+        """Flat padded indices of model-coordinate locations ``(..., ndim)``."""
+        idx = np.zeros(loc.shape[:-1], dtype=np.int64)
+        for d in range(self.ndim):
+            idx += (loc[..., d].astype(np.int64) + self.lo(d)) * self.strides[d]
+        return idx
+
+    @cached_property
+    def src_idx(self) -> np.ndarray:
+        """(n_shots, n_src) flat source indices."""
+        return np.ascontiguousarray(self.flat_index(self.src_loc))
+
+    @cached_property
+    def rec_idx(self) -> np.ndarray:
+        """(n_shots, n_rec) flat receiver indices."""
+        return np.ascontiguousarray(self.flat_index(self.rec_loc))
+
+    def axis_map(self, d: int) -> np.ndarray:
+        """Model index copied into each padded cell along axis ``d`` (edge repeat)."""
+        n_pad = self.padded_shape[d]
+        return np.clip(np.arange(n_pad) - self.lo(d), 0, self.model_shape[d] - 1)
+
+    def axis_live(self, d: int) -> np.ndarray:
+        """True where the wavefield along axis ``d`` is updated (not halo, not surface)."""
+        h, n_pad = self.halo, self.padded_shape[d]
+        live = np.zeros(n_pad, dtype=bool)
+        live[h : n_pad - h] = True
+        if self.free_surface[2 * d]:
+            live[h] = False
+        if self.free_surface[2 * d + 1]:
+            live[n_pad - 1 - h] = False
+        return live
+
+    def axis_active(self, d: int) -> np.ndarray:
+        """True where the stencil is evaluated along axis ``d`` (not halo)."""
+        h, n_pad = self.halo, self.padded_shape[d]
+        act = np.zeros(n_pad, dtype=bool)
+        act[h : n_pad - h] = True
+        return act
+
+    def ghost_mirror(self, d: int) -> tuple[np.ndarray, np.ndarray]:
+        """(mirror index, ghost mask) along axis ``d`` for free-surface ghosts."""
+        h, n_pad = self.halo, self.padded_shape[d]
+        mirror = np.arange(n_pad)
+        ghost = np.zeros(n_pad, dtype=bool)
+        if self.free_surface[2 * d]:
+            g = np.arange(h)
+            mirror[g] = 2 * h - g
+            ghost[g] = True
+        if self.free_surface[2 * d + 1]:
+            g = np.arange(n_pad - h, n_pad)
+            mirror[g] = 2 * (n_pad - 1 - h) - g
+            ghost[g] = True
+        return mirror, ghost
+
+    @cached_property
+    def pml_profiles(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """(a, b) C-PML profiles per axis, float64, length ``padded_shape[d]``."""
+        return tuple(
+            cpml_profile(
+                self.padded_shape[d],
+                self.halo,
+                self.pml_width[2 * d],
+                self.pml_width[2 * d + 1],
+                self.spacing[d],
+                self.dt,
+                self.v_max,
+                self.pml_freq,
+            )
+            for d in range(self.ndim)
+        )
+
+    def plain_range(self, d: int) -> tuple[int, int]:
+        """Cells along axis ``d`` farther than a halo from any CPML cell."""
+        h, n_pad = self.halo, self.padded_shape[d]
+        w_lo, w_hi = self.pml_width[2 * d], self.pml_width[2 * d + 1]
+        lo = h + w_lo + (h if w_lo else 0)
+        hi = n_pad - h - w_hi - (h if w_hi else 0)
+        return lo, max(lo, hi)
+
+    def params(self) -> np.ndarray:
+        """The C parameter record (see ``cuda/sweep_common.h``)."""
+        p = np.zeros((), dtype=ACOUSTIC_PARAMS)
+        off = 3 - self.ndim
+        p["n_shots"] = self.n_shots
+        p["n_src"] = self.n_src
+        p["n_rec"] = self.n_rec
+        p["nt"] = self.nt
+        p["halo"] = self.halo
+        p["shot_stride"] = self.shot_stride
+        shape = [1, 1, 1]
+        p["plain_lo"] = [0, 0, 0]
+        p["plain_hi"] = [1, 1, 1]
+        for d in range(self.ndim):
+            shape[off + d] = self.padded_shape[d]
+            p["plain_lo"][off + d], p["plain_hi"][off + d] = self.plain_range(d)
+            p["free_lo"][off + d] = int(self.free_surface[2 * d])
+            p["free_hi"][off + d] = int(self.free_surface[2 * d + 1])
+            p["rdx"][off + d] = 1.0 / self.spacing[d]
+            p["rdx2"][off + d] = 1.0 / self.spacing[d] ** 2
+        p["shape"] = shape
+        p["stride"] = [shape[1] * shape[2], shape[2], 1]
+        return p
+
+    def pad_v2dt2(self, v: np.ndarray) -> np.ndarray:
+        """(v dt)^2 on the padded grid for the compiled kernels (host or CuPy array).
+
+        Halo cells are zero except free-surface ghosts, which hold the even
+        mirror so that the adjoint's ``v^2 dt^2 lambda`` ghosts are odd mirrors.
+        The surface rows are zero: the wavefield is held at zero there.
+        """
+        xp = _array_module(v)
+        v_pad = v[np.ix_(*[self.axis_map(d) for d in range(self.ndim)])]
+        out = (v_pad * self.dt) ** 2
+        for d in range(self.ndim):
+            live = xp.asarray(self.axis_live(d).astype(out.dtype))
+            out = out * live.reshape(_axis_shape(self.ndim, d))
+        for d in range(self.ndim):
+            mirror, ghost = self.ghost_mirror(d)
+            if ghost.any():
+                sl = [slice(None)] * self.ndim
+                sl[d] = np.nonzero(ghost)[0]
+                src = [slice(None)] * self.ndim
+                src[d] = mirror[ghost]
+                out[tuple(sl)] = out[tuple(src)]
+        return xp.ascontiguousarray(out)
+
+    def fold(self, g_pad: np.ndarray) -> np.ndarray:
+        """Adjoint of the edge-repeat padding: sum padded-grid values onto the model."""
+        out = g_pad
+        for d in range(self.ndim):
+            xp = _array_module(out)
+            m = self.axis_map(d)
+            live = self.axis_active(d)
+            n = self.model_shape[d]
+            moved = xp.moveaxis(out, d, 0)
+            acc = xp.zeros((n,) + moved.shape[1:], dtype=moved.dtype)
+            sel = np.nonzero(live)[0]
+            if xp is np:
+                np.add.at(acc, m[sel], moved[sel])
+            else:  # CuPy
+                import cupyx
+
+                cupyx.scatter_add(acc, xp.asarray(m[sel]), moved[xp.asarray(sel)])
+            out = xp.moveaxis(acc, 0, d)
+        return out
+
+
+def _array_module(x: object) -> object:
+    if isinstance(x, np.ndarray):
+        return np
+    import cupy
+
+    return cupy
+
+
+def _axis_shape(ndim: int, d: int) -> tuple[int, ...]:
+    shape = [1] * ndim
+    shape[d] = -1
+    return tuple(shape)
+
+
+def reflection_target(width: int) -> float:
+    """Theoretical CPML reflection coefficient used for a CPML of ``width`` cells."""
+    if width <= 1:
+        return 1e-2
+    return 10.0 ** (-(math.log10(width) - 1) / math.log10(2) - 3)
+
+
+def cpml_profile(
+    n_pad: int,
+    halo: int,
+    w_lo: int,
+    w_hi: int,
+    dx: float,
+    dt: float,
+    v_max: float,
+    freq: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """C-PML ``a`` and ``b`` profiles along one axis (zero outside the CPML).
+
+    Damping ``d(r) = d0 r^2`` with ``r`` the normalised depth into the CPML,
+    ``d0 = 3 v_max ln(1/R) / (2 L)``, frequency shift
+    ``alpha(r) = pi freq (1 - r)``, ``b = exp(-(d + alpha) dt)`` and
+    ``a = d (b - 1) / (d + alpha)``.
+    """
+    a = np.zeros(n_pad)
+    b = np.zeros(n_pad)
+    faces = []
+    if w_lo:
+        pos = np.arange(halo, halo + w_lo)
+        faces.append((w_lo, pos, (halo + w_lo - pos) / w_lo))
+    if w_hi:
+        start = n_pad - halo - w_hi
+        pos = np.arange(start, start + w_hi)
+        faces.append((w_hi, pos, (pos - start + 1) / w_hi))
+    for width, pos, r in faces:
+        d0 = 3.0 * v_max * math.log(1.0 / reflection_target(width)) / (2.0 * width * dx)
+        damp = d0 * r**2
+        alpha = math.pi * freq * (1.0 - r)
+        b[pos] = np.exp(-(damp + alpha) * dt)
+        a[pos] = damp * (b[pos] - 1.0) / np.maximum(damp + alpha, 1e-300)
+    return a, b

@@ -1,0 +1,58 @@
+"""NumPy mirror of the C structs in ``cuda/sweep_common.h``.
+
+The CPU binding copies a record of :data:`ACOUSTIC_PARAMS` into the C struct
+(it checks the size), and the CUDA kernels take it by value, so this is the one
+Python description of the layout.  ``tests/test_params_layout.py`` compares it
+field by field with the offsets the C compiler reports.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_I = np.int64
+_F = np.float64
+
+ACOUSTIC_PARAMS = np.dtype(
+    [
+        ("n_shots", _I),
+        ("n_src", _I),
+        ("n_rec", _I),
+        ("nt", _I),
+        ("halo", _I),
+        ("shot_stride", _I),
+        ("shape", _I, (3,)),
+        ("stride", _I, (3,)),
+        ("plain_lo", _I, (3,)),
+        ("plain_hi", _I, (3,)),
+        ("free_lo", _I, (3,)),
+        ("free_hi", _I, (3,)),
+        ("rdx", _F, (3,)),
+        ("rdx2", _F, (3,)),
+    ],
+    align=True,
+)
+
+_P = np.uint64  # device or host pointer
+
+ACOUSTIC_FIELDS = np.dtype(
+    [
+        ("v2dt2", _P),
+        ("u_prev", _P),
+        ("u", _P),
+        ("psi", _P, (3,)),
+        ("psi_new", _P, (3,)),
+        ("zeta", _P, (3,)),
+        ("zeta_new", _P, (3,)),
+        ("pml_a", _P, (3,)),
+        ("pml_b", _P, (3,)),
+        ("src_amp", _P),
+        ("src_idx", _P),
+        ("rec", _P),
+        ("rec_idx", _P),
+        ("store", _P),
+        ("grad_v2dt2", _P),
+        ("grad_src", _P),
+    ],
+    align=True,
+)

@@ -1,0 +1,127 @@
+"""Array-namespace helpers: the one place that knows about concrete libraries.
+
+The propagators are written against the Python Array API standard through
+``array_api_compat``.  The few operations the standard lacks (scatter-add for
+source injection, DLPack conversion for the compiled kernels) are delegated
+here, per library, so the numerical code stays library-neutral.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import array_api_compat
+import numpy as np
+from array_api_compat import (
+    array_namespace,
+    is_cupy_array,
+    is_jax_array,
+    is_numpy_array,
+    is_torch_array,
+)
+
+__all__ = [
+    "array_namespace",
+    "is_concrete",
+    "is_cupy_array",
+    "is_jax_array",
+    "is_numpy_array",
+    "is_torch_array",
+    "scatter_add",
+    "to_host",
+    "library_name",
+]
+
+
+def library_name(x: Any) -> str:
+    """Return 'numpy', 'cupy', 'torch', 'jax' or the namespace's module name."""
+    for name, test in (
+        ("numpy", is_numpy_array),
+        ("cupy", is_cupy_array),
+        ("torch", is_torch_array),
+        ("jax", is_jax_array),
+    ):
+        if test(x):
+            return name
+    return array_namespace(x).__name__
+
+
+def is_concrete(x: Any) -> bool:
+    """False for JAX tracers (values unknown at trace time), True otherwise."""
+    if is_jax_array(x):
+        import jax
+
+        return not isinstance(x, jax.core.Tracer)
+    return True
+
+
+def to_host(x: Any) -> np.ndarray:
+    """Return a NumPy copy (or view) of ``x`` for host-side checks."""
+    if is_numpy_array(x):
+        return x
+    if is_torch_array(x):
+        return x.detach().cpu().numpy()
+    if is_cupy_array(x):
+        return x.get()
+    return np.asarray(x)
+
+
+def scatter_add(x: Any, index: Any, values: Any) -> Any:
+    """Return the 1-D array ``x`` with ``values`` added at positions ``index``.
+
+    Repeated indices accumulate.  Out of place (differentiable) for torch and
+    JAX; NumPy and CuPy get a copy updated in place.
+    """
+    if is_torch_array(x):
+        return x.index_add(0, index, values)
+    if is_jax_array(x):
+        return x.at[index].add(values)
+    out = x.copy()
+    if is_cupy_array(x):
+        import cupyx
+
+        cupyx.scatter_add(out, index, values)
+    else:
+        np.add.at(out, index, values)
+    return out
+
+
+def device_of(x: Any) -> Any:
+    """Return the device of ``x`` in its own library's terms."""
+    return array_api_compat.device(x)
+
+
+def to_kernel_array(x: Any) -> Any:
+    """Zero-copy view of ``x`` as a NumPy (host) or CuPy (CUDA) array, via DLPack."""
+    if is_numpy_array(x) or is_cupy_array(x):
+        return x
+    if is_torch_array(x):
+        x = x.detach()
+        if x.device.type == "cuda":
+            import cupy
+
+            return cupy.from_dlpack(x)
+        return np.from_dlpack(x)
+    if is_jax_array(x):
+        dev = next(iter(x.devices()))
+        if dev.platform == "gpu":
+            import cupy
+
+            return cupy.from_dlpack(x)
+        return np.asarray(x)
+    return np.asarray(x)
+
+
+def from_kernel_array(y: Any, like: Any) -> Any:
+    """Return ``y`` (NumPy/CuPy) in the library of ``like``, zero-copy where possible."""
+    if y is None or is_numpy_array(like) or is_cupy_array(like):
+        return y
+    if is_torch_array(like):
+        import torch
+
+        return torch.from_dlpack(y)
+    if is_jax_array(like):
+        import jax.numpy as jnp
+
+        return jnp.asarray(y)
+    return y

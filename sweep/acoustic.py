@@ -1,0 +1,426 @@
+"""Constant-density acoustic propagator: ``sweep.acoustic`` and its gradient."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import _validate as val
+from ._compiled import CompiledAcoustic, Tape
+from ._eager import EagerAcoustic
+from ._grid import Geometry
+from ._impl import resolve_impl
+from ._xp import (
+    array_namespace,
+    from_kernel_array,
+    is_concrete,
+    is_cupy_array,
+    is_jax_array,
+    is_numpy_array,
+    is_torch_array,
+    library_name,
+    to_host,
+    to_kernel_array,
+)
+
+__all__ = ["AcousticResult", "acoustic"]
+
+
+@dataclass
+class AcousticResult:
+    """Output of :func:`sweep.acoustic`.
+
+    Attributes
+    ----------
+    receivers : array, shape (n_shots, n_receivers, nt)
+        The wavefield sampled at the receivers; sample ``t`` is time ``t * dt``,
+        on the same time axis as the source amplitudes.
+    wavefield : array, shape (n_shots, *model_shape)
+        The wavefield at time ``nt * dt`` on the model grid.
+    previous_wavefield : array, shape (n_shots, *model_shape)
+        The wavefield at time ``(nt - 1) * dt``.
+    impl : str
+        The implementation that ran, ``"c"`` or ``"eager"``.
+    state : dict
+        Final padded fields (``u``, ``u_prev``, CPML ``psi``/``zeta`` per axis)
+        for inspection.
+    """
+
+    receivers: Any
+    wavefield: Any
+    previous_wavefield: Any
+    impl: str
+    state: dict[str, Any] = field(repr=False)
+    geometry: Geometry = field(repr=False)
+
+
+@dataclass
+class _Call:
+    geom: Geometry
+    impl: str
+    v: Any
+    amp: Any
+    n_threads: int
+    progress: bool
+
+
+def _prepare(
+    v: Any,
+    grid_spacing: float | Sequence[float],
+    dt: float,
+    source_amplitudes: Any,
+    source_locations: Any,
+    receiver_locations: Any,
+    accuracy: int,
+    pml_width: int | Sequence[int],
+    free_surface: bool | Sequence[bool],
+    pml_freq: float | None,
+    max_vel: float | None,
+    nt: int | None,
+    impl: str | None,
+    n_threads: int | None,
+    progress: bool,
+) -> _Call:
+    """Validate every argument (before any compute) and build the geometry."""
+    val.check_model("v", v)
+    ndim = v.ndim
+    model_shape = tuple(int(s) for s in v.shape)
+    model_dtype = val.dtype_name(v)
+    spacing = val.check_spacing(grid_spacing, ndim)
+    dt = val.check_dt(dt)
+    order = val.check_accuracy(accuracy)
+    impl = resolve_impl(impl, stacklevel=4)
+    widths, free = val.check_pml(pml_width, free_surface, model_shape)
+    for d, n in enumerate(model_shape):
+        if n < 2 * val._fd.halo(order) + 1 and (free[2 * d] or free[2 * d + 1]):
+            raise ValueError(
+                f"v has {n} cells along axis {d}, too few for a free surface with "
+                f"accuracy={order}; it needs at least {2 * val._fd.halo(order) + 1}"
+            )
+    if source_amplitudes is not None:
+        if source_locations is None:
+            raise ValueError("source_locations is required when source_amplitudes is given")
+        n_shots, n_src, nt_amp = val.check_amplitudes(
+            "source_amplitudes", source_amplitudes, None, model_dtype
+        )
+        if nt is not None and nt != nt_amp:
+            raise ValueError(f"nt={nt} disagrees with source_amplitudes.shape[-1]={nt_amp}")
+        nt = nt_amp
+        src_loc = val.check_locations(
+            "source_locations", source_locations, model_shape, n_shots, n_src, free
+        )
+        val.check_not_on_surface("source_locations", src_loc, model_shape, free)
+        if array_namespace(source_amplitudes) is not array_namespace(v):
+            raise TypeError(
+                f"source_amplitudes is a {library_name(source_amplitudes)} array but v is "
+                f"{library_name(v)}; pass both from the same library"
+            )
+    else:
+        if source_locations is not None:
+            raise ValueError("source_locations was given without source_amplitudes")
+        if nt is None:
+            raise ValueError("nt is required when there are no source_amplitudes")
+        n_shots = None
+        src_loc = None
+    if not isinstance(nt, int) or nt < 1:
+        raise ValueError(f"nt must be a positive integer number of time steps, got {nt!r}")
+    if receiver_locations is None:
+        rec_loc = np.zeros((n_shots or 1, 0, ndim), dtype=np.int64)
+    else:
+        rec_loc = val.check_locations(
+            "receiver_locations", receiver_locations, model_shape, n_shots, None, free
+        )
+    n_shots = rec_loc.shape[0] if n_shots is None else n_shots
+    if src_loc is None:
+        src_loc = np.zeros((n_shots, 0, ndim), dtype=np.int64)
+    if is_concrete(v):
+        host_v = to_host(v)
+        v_max, v_min = float(host_v.max()), float(host_v.min())
+    else:
+        raise ValueError(
+            "v is a traced JAX value; sweep.acoustic needs concrete model values for its "
+            "CFL and CPML set-up. Use sweep.propagator.jax.PropJax inside jax.jit."
+        )
+    val.check_cfl(dt, v_max, spacing, order)
+    if max_vel is not None:
+        if not (isinstance(max_vel, (int, float)) and math.isfinite(max_vel) and max_vel > 0):
+            raise ValueError(f"max_vel must be a positive velocity, got {max_vel!r}")
+        v_max = float(max_vel)
+    if source_amplitudes is not None:
+        val.warn_dispersion(source_amplitudes, dt, v_min, spacing, order)
+    if pml_freq is None:
+        # The highest frequency resolved with 10 cells per wavelength in the slowest medium.
+        pml_freq = v_min / (10.0 * max(spacing))
+    if not (isinstance(pml_freq, (int, float)) and math.isfinite(pml_freq) and pml_freq >= 0):
+        raise ValueError(f"pml_freq must be a non-negative frequency in Hz, got {pml_freq!r}")
+    if n_threads is not None and (not isinstance(n_threads, int) or n_threads < 0):
+        raise ValueError(f"n_threads must be a non-negative integer (0: all cores), got {n_threads!r}")
+    geom = Geometry(
+        ndim=ndim,
+        order=order,
+        model_shape=model_shape,
+        spacing=spacing,
+        dt=dt,
+        nt=nt,
+        pml_width=widths,
+        free_surface=free,
+        pml_freq=float(pml_freq),
+        v_max=v_max,  # CPML damping scale
+        src_loc=src_loc,
+        rec_loc=rec_loc,
+    )
+    return _Call(geom, impl, v, source_amplitudes, int(n_threads or 0), bool(progress))
+
+
+def _model_view(geom: Geometry, padded: Any) -> Any:
+    sl = (slice(None),) + tuple(
+        slice(geom.lo(d), geom.lo(d) + n) for d, n in enumerate(geom.model_shape)
+    )
+    return padded[sl]
+
+
+def _result(call: _Call, receivers: Any, state: dict[str, Any]) -> AcousticResult:
+    return AcousticResult(
+        receivers=receivers,
+        wavefield=_model_view(call.geom, state["u"]),
+        previous_wavefield=_model_view(call.geom, state["u_prev"]),
+        impl=call.impl,
+        state=state,
+        geometry=call.geom,
+    )
+
+
+def _run(call: _Call, *, store: bool) -> tuple[AcousticResult, Any]:
+    geom = call.geom
+    if call.impl == "eager":
+        receivers, state = EagerAcoustic.build(geom, call.v).run(call.v, call.amp, call.progress)
+        tape = None
+    else:
+        v_k = to_kernel_array(call.v)
+        amp_k = None if call.amp is None else to_kernel_array(call.amp)
+        xp = np if is_numpy_array(v_k) else __import__("cupy")
+        engine = CompiledAcoustic(geom, xp, v_k.dtype, call.n_threads)
+        v2dt2 = geom.pad_v2dt2(v_k)
+        receivers, state, tape = engine.forward(v2dt2, amp_k, store=store, progress=call.progress)
+        tape = (engine, tape, v_k)
+
+        def back(x: Any) -> Any:
+            return from_kernel_array(x, call.v)
+
+        receivers = back(receivers)
+        state = {
+            "u_prev": back(state["u_prev"]),
+            "u": back(state["u"]),
+            "psi": [back(p) for p in state["psi"]],
+            "zeta": [back(z) for z in state["zeta"]],
+        }
+    return _result(call, receivers, state), tape
+
+
+def acoustic(
+    v: Any,
+    grid_spacing: float | Sequence[float],
+    dt: float,
+    *,
+    source_amplitudes: Any = None,
+    source_locations: Any = None,
+    receiver_locations: Any = None,
+    accuracy: int = 4,
+    pml_width: int | Sequence[int] = 20,
+    free_surface: bool | Sequence[bool] = False,
+    pml_freq: float | None = None,
+    max_vel: float | None = None,
+    nt: int | None = None,
+    impl: str | None = None,
+    n_threads: int | None = None,
+    progress: bool = False,
+) -> AcousticResult:
+    """Propagate waves through a constant-density acoustic model.
+
+    Solves ``u_tt = v^2 (lap u + f)`` with second-order leapfrog time stepping,
+    centred finite differences of order ``accuracy`` in space and C-PML
+    absorbing boundaries.  Works on NumPy arrays (and CuPy, PyTorch or JAX
+    arrays; gradients through those come from their adapters).
+
+    Parameters
+    ----------
+    v : array, shape (nz, nx) or (nz, ny, nx)
+        Velocity model (units of grid_spacing per second), float32 or float64.
+    grid_spacing : float or sequence of float
+        Cell size, one value for all axes or one per axis.
+    dt : float
+        Time step in seconds; must satisfy the CFL limit of ``accuracy``.
+    source_amplitudes : array, shape (n_shots, n_sources, nt), optional
+        Source time functions; same dtype and library as ``v``.  A source adds
+        ``v^2 dt^2 f`` to the wavefield at its cell each step.
+    source_locations : int array, shape (n_shots, n_sources, ndim), optional
+        Grid indices of the sources, in the axis order of ``v``.
+    receiver_locations : int array, shape (n_shots, n_receivers, ndim), optional
+        Grid indices of the receivers (duplicates allowed).
+    accuracy : {2, 4, 6, 8}
+        Spatial order of accuracy.
+    pml_width : int or sequence of int
+        CPML cells added outside the model: one value for all faces or
+        ``(lo_0, hi_0, lo_1, hi_1, ...)``.  Default 20.
+    free_surface : bool or sequence of bool
+        ``True`` makes the low face of the first axis (the top) a free surface
+        (pressure zero on the first model row); a sequence selects faces in the
+        order of ``pml_width``.  Free-surface faces have no CPML.
+    pml_freq : float, optional
+        Frequency (Hz) of the CPML frequency shift; default: the frequency with
+        ten cells per wavelength in the slowest medium.
+    max_vel : float, optional
+        Velocity that scales the CPML damping; default: the model's maximum.
+        The CPML profiles are constants of the gradient, so fix ``max_vel``
+        and ``pml_freq`` when comparing gradients with finite differences.
+    nt : int, optional
+        Number of time steps; taken from ``source_amplitudes`` when given.
+    impl : {None, "auto", "c", "eager"}
+        ``"c"`` runs the compiled kernels, ``"eager"`` the Array-API code.
+        ``None``/``"auto"`` picks ``"c"`` when ``sweep._C`` imports and falls
+        back to ``"eager"`` with a ``UserWarning`` otherwise.
+    n_threads : int, optional
+        OpenMP threads for ``impl="c"`` on the CPU (default: all).
+    progress : bool
+        Show a tqdm progress bar.
+
+    Returns
+    -------
+    AcousticResult
+        ``.receivers`` holds the receiver data; the final wavefields are on it too.
+    """
+    call = _prepare(
+        v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
+        pml_width, free_surface, pml_freq, max_vel, nt, impl, n_threads, progress,
+    )
+    result, _ = _run(call, store=False)
+    return result
+
+
+def _acoustic_vjp(
+    v: Any, grid_spacing: Any, dt: Any, **kwargs: Any
+) -> tuple[AcousticResult, Callable[[Any], dict[str, Any]]]:
+    """Forward pass plus a pullback mapping receiver cotangents to gradients."""
+    amp = kwargs.get("source_amplitudes")
+    call = _prepare(
+        v,
+        grid_spacing,
+        dt,
+        amp,
+        kwargs.get("source_locations"),
+        kwargs.get("receiver_locations"),
+        kwargs.get("accuracy", 4),
+        kwargs.get("pml_width", 20),
+        kwargs.get("free_surface", False),
+        kwargs.get("pml_freq"),
+        kwargs.get("max_vel"),
+        kwargs.get("nt"),
+        kwargs.get("impl"),
+        kwargs.get("n_threads"),
+        kwargs.get("progress", False),
+    )
+    unknown = set(kwargs) - {
+        "source_amplitudes", "source_locations", "receiver_locations", "accuracy", "pml_width",
+        "free_surface", "pml_freq", "max_vel", "nt", "impl", "n_threads", "progress",
+    }
+    if unknown:
+        raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
+    if call.impl == "eager":
+        return _eager_vjp(call)
+    result, (engine, tape, v_k) = _run(call, store=True)
+    geom = call.geom
+
+    def pullback(d_receivers: Any) -> dict[str, Any]:
+        _check_cotangent(d_receivers, result.receivers)
+        d_k = to_kernel_array(d_receivers)
+        g_v2dt2, g_src = engine.backward(
+            tape, d_k, model=True, source=amp is not None, progress=call.progress
+        )
+        xp = engine.xp
+        maps = np.ix_(*[geom.axis_map(d) for d in range(geom.ndim)])
+        live = np.ones(geom.padded_shape, dtype=bool)
+        for d in range(geom.ndim):
+            shape = [1] * geom.ndim
+            shape[d] = -1
+            live = live & geom.axis_live(d).reshape(shape)
+        g_pad = g_v2dt2 * (2.0 * geom.dt**2) * v_k[maps] * xp.asarray(live, dtype=v_k.dtype)
+        grads = {"v": from_kernel_array(geom.fold(g_pad), v)}
+        if amp is not None:
+            grads["source_amplitudes"] = from_kernel_array(g_src, v)
+        return grads
+
+    return result, pullback
+
+
+def _check_cotangent(d: Any, receivers: Any) -> None:
+    if tuple(d.shape) != tuple(receivers.shape):
+        raise ValueError(
+            f"the receiver cotangent must have the receivers' shape {tuple(receivers.shape)}, "
+            f"got {tuple(d.shape)}"
+        )
+    if val.dtype_name(d) != val.dtype_name(receivers):
+        raise TypeError(
+            f"the receiver cotangent has dtype {val.dtype_name(d)}, expected "
+            f"{val.dtype_name(receivers)}"
+        )
+
+
+def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, Any]]]:
+    """Gradients of the eager path come from the array library's autodiff."""
+    v, amp = call.v, call.amp
+    if is_torch_array(v):
+        import torch
+
+        inputs = [v.detach().requires_grad_(True)]
+        if amp is not None:
+            inputs.append(amp.detach().requires_grad_(True))
+        with torch.enable_grad():
+            call.v, call.amp = inputs[0], (inputs[1] if amp is not None else None)
+            result, _ = _run(call, store=False)
+        graph_out = result.receivers
+
+        def pullback(d_receivers: Any) -> dict[str, Any]:
+            _check_cotangent(d_receivers, graph_out)
+            grads = torch.autograd.grad(
+                graph_out, inputs, d_receivers, retain_graph=True, allow_unused=True
+            )
+            grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
+            out = {"v": grads[0]}
+            if amp is not None:
+                out["source_amplitudes"] = grads[1]
+            return out
+
+        result.receivers = result.receivers.detach()
+        return result, pullback
+    if is_jax_array(v):
+        import jax
+
+        engine = EagerAcoustic.build(call.geom, v)
+
+        def f(v_: Any, amp_: Any) -> Any:
+            return engine.run(v_, amp_, call.progress)
+
+        receivers, vjp_fn, state = jax.vjp(f, v, amp, has_aux=True)
+        result = _result(call, receivers, state)
+
+        def pullback(d_receivers: Any) -> dict[str, Any]:
+            _check_cotangent(d_receivers, receivers)
+            g_v, g_amp = vjp_fn(d_receivers)
+            out = {"v": g_v}
+            if amp is not None:
+                out["source_amplitudes"] = g_amp
+            return out
+
+        return result, pullback
+    lib = "CuPy" if is_cupy_array(v) else "NumPy"
+    raise ValueError(
+        f"impl='eager' gets its gradients from the array library's autodiff, and {lib} has "
+        "none; use impl='c' (the compiled adjoint) or pass torch or JAX arrays"
+    )
+
+
+acoustic.__sweep_vjp__ = _acoustic_vjp  # type: ignore[attr-defined]

@@ -1,0 +1,96 @@
+/* Part of instantiate.h: every order and dtype for the current SWEEP_NDIM. */
+#define SWEEP_ORDER 2
+#define SWEEP_REAL float
+#if SWEEP_NDIM == 2
+#define SWEEP_SUFFIX 2d_o2_f32
+#else
+#define SWEEP_SUFFIX 3d_o2_f32
+#endif
+#include SWEEP_INSTANTIATE_FILE
+#undef SWEEP_ORDER
+#undef SWEEP_REAL
+#undef SWEEP_SUFFIX
+
+#define SWEEP_ORDER 2
+#define SWEEP_REAL double
+#if SWEEP_NDIM == 2
+#define SWEEP_SUFFIX 2d_o2_f64
+#else
+#define SWEEP_SUFFIX 3d_o2_f64
+#endif
+#include SWEEP_INSTANTIATE_FILE
+#undef SWEEP_ORDER
+#undef SWEEP_REAL
+#undef SWEEP_SUFFIX
+
+#define SWEEP_ORDER 4
+#define SWEEP_REAL float
+#if SWEEP_NDIM == 2
+#define SWEEP_SUFFIX 2d_o4_f32
+#else
+#define SWEEP_SUFFIX 3d_o4_f32
+#endif
+#include SWEEP_INSTANTIATE_FILE
+#undef SWEEP_ORDER
+#undef SWEEP_REAL
+#undef SWEEP_SUFFIX
+
+#define SWEEP_ORDER 4
+#define SWEEP_REAL double
+#if SWEEP_NDIM == 2
+#define SWEEP_SUFFIX 2d_o4_f64
+#else
+#define SWEEP_SUFFIX 3d_o4_f64
+#endif
+#include SWEEP_INSTANTIATE_FILE
+#undef SWEEP_ORDER
+#undef SWEEP_REAL
+#undef SWEEP_SUFFIX
+
+#define SWEEP_ORDER 6
+#define SWEEP_REAL float
+#if SWEEP_NDIM == 2
+#define SWEEP_SUFFIX 2d_o6_f32
+#else
+#define SWEEP_SUFFIX 3d_o6_f32
+#endif
+#include SWEEP_INSTANTIATE_FILE
+#undef SWEEP_ORDER
+#undef SWEEP_REAL
+#undef SWEEP_SUFFIX
+
+#define SWEEP_ORDER 6
+#define SWEEP_REAL double
+#if SWEEP_NDIM == 2
+#define SWEEP_SUFFIX 2d_o6_f64
+#else
+#define SWEEP_SUFFIX 3d_o6_f64
+#endif
+#include SWEEP_INSTANTIATE_FILE
+#undef SWEEP_ORDER
+#undef SWEEP_REAL
+#undef SWEEP_SUFFIX
+
+#define SWEEP_ORDER 8
+#define SWEEP_REAL float
+#if SWEEP_NDIM == 2
+#define SWEEP_SUFFIX 2d_o8_f32
+#else
+#define SWEEP_SUFFIX 3d_o8_f32
+#endif
+#include SWEEP_INSTANTIATE_FILE
+#undef SWEEP_ORDER
+#undef SWEEP_REAL
+#undef SWEEP_SUFFIX
+
+#define SWEEP_ORDER 8
+#define SWEEP_REAL double
+#if SWEEP_NDIM == 2
+#define SWEEP_SUFFIX 2d_o8_f64
+#else
+#define SWEEP_SUFFIX 3d_o8_f64
+#endif
+#include SWEEP_INSTANTIATE_FILE
+#undef SWEEP_ORDER
+#undef SWEEP_REAL
+#undef SWEEP_SUFFIX
