@@ -1,0 +1,40 @@
+"""The FD coefficients: exact on polynomials, and the C header matches them."""
+
+from fractions import Fraction
+
+import pytest
+
+from sweep import _fd
+
+
+@pytest.mark.parametrize("order", _fd.ORDERS)
+def test_second_derivative_exact_on_polynomials(order):
+    c = _fd.second_derivative(order)
+    for degree in range(order + 2):
+        # sum_k c_k ((x+k)^p + (x-k)^p) at x=0 equals p(p-1) x^(p-2) at x=0
+        value = c[0] * (0**degree) + sum(
+            ck * (Fraction(k) ** degree + Fraction(-k) ** degree) for k, ck in enumerate(c[1:], 1)
+        )
+        assert value == (2 if degree == 2 else 0)
+
+
+@pytest.mark.parametrize("order", _fd.ORDERS)
+def test_first_derivative_exact_on_polynomials(order):
+    c = _fd.first_derivative(order)
+    for degree in range(order + 1):
+        value = sum(ck * (Fraction(k) ** degree - Fraction(-k) ** degree) for k, ck in enumerate(c, 1))
+        assert value == (1 if degree == 1 else 0)
+
+
+def test_c_header_holds_the_same_doubles():
+    header = _fd.c_header()
+    for order in _fd.ORDERS:
+        for name, coeffs in (("D1", _fd.first_derivative(order)), ("D2", _fd.second_derivative(order))):
+            line = next(x for x in header.splitlines() if f"SWEEP_{name}_{order} " in x)
+            values = [float(s) for s in line.split("{")[1].rstrip("}").split(",")]
+            assert values == [float(c) for c in coeffs]
+
+
+def test_unsupported_order():
+    with pytest.raises(ValueError, match="accuracy must be one of"):
+        _fd.second_derivative(3)
