@@ -30,10 +30,12 @@ __device__ __forceinline__ bool sweep_thread_point(const sweep_acoustic_params &
   return x < p.shape[2] - H && y < p.shape[1] - H && *shot < p.n_shots;
 }
 
-__device__ __forceinline__ int sweep_in_pml(const sweep_acoustic_params &p, const sweep_int *c) {
+/* Bit d set when point c needs the CPML terms along axis d. */
+__device__ __forceinline__ int sweep_pml_mask(const sweep_acoustic_params &p, const sweep_int *c) {
+  int mask = 0;
   for (int d = 3 - SWEEP_NDIM; d < 3; ++d)
-    if (c[d] < p.plain_lo[d] || c[d] >= p.plain_hi[d]) return 1;
-  return 0;
+    if (c[d] < p.plain_lo[d] || c[d] >= p.plain_hi[d]) mask |= 1 << d;
+  return mask;
 }
 
 __device__ __forceinline__ void sweep_axes(void *const *src, sweep_int off, R **dst) {
@@ -57,7 +59,8 @@ extern "C" __global__ void acoustic_forward(const sweep_acoustic_params p,
   }
   R *store = f.store ? (R *)f.store + (step * p.n_shots + shot) * p.shot_stride : (R *)0;
   FN(acoustic_fwd_point)(&p, (const R *)f.v2dt2, (const R *)f.u + off, (R *)f.u_prev + off,
-                         psi, psi_new, zeta, pa, pb, store, i, c, sweep_in_pml(p, c));
+                         psi, psi_new, zeta, pa, pb, store, i, c[0], c[1], c[2],
+                         sweep_pml_mask(p, c) | (store ? SWEEP_STORE : 0));
 }
 
 extern "C" __global__ void acoustic_forward_sources(const sweep_acoustic_params p,
@@ -74,7 +77,7 @@ extern "C" __global__ void acoustic_forward_sources(const sweep_acoustic_params 
   if (f.src_amp) {
     for (sweep_int k = 0; k < p.n_src; ++k) {
       const sweep_int j = f.src_idx[shot * p.n_src + k];
-      ((R *)f.u_prev)[off + j] += v2dt2[j] * ((const R *)f.src_amp)[(shot * p.n_src + k) * p.nt + t];
+      ((R *)f.u_prev)[off + j] -= v2dt2[j] * ((const R *)f.src_amp)[(shot * p.n_src + k) * p.nt + t];
     }
   }
 }
@@ -117,7 +120,8 @@ extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
       f.store ? (const R *)f.store + (step * p.n_shots + shot) * p.shot_stride : (const R *)0;
   R *grad = f.grad_v2dt2 && store ? (R *)f.grad_v2dt2 + off : (R *)0;
   FN(acoustic_adj_point)(&p, (const R *)f.v2dt2, (const R *)f.u + off, (R *)f.u_prev + off, P,
-                         Pn, Z, Zn, pa, pb, store, grad, i, c, sweep_in_pml(p, c));
+                         Pn, Z, Zn, pa, pb, store, grad, i, c[0], c[1], c[2],
+                         sweep_pml_mask(p, c) | (grad ? SWEEP_STORE : 0));
 }
 
 extern "C" __global__ void acoustic_adjoint_sources(const sweep_acoustic_params p,
@@ -130,9 +134,9 @@ extern "C" __global__ void acoustic_adjoint_sources(const sweep_acoustic_params 
   for (sweep_int k = 0; k < p.n_src; ++k) {
     const sweep_int j = f.src_idx[shot * p.n_src + k];
     const sweep_int a = (shot * p.n_src + k) * p.nt + t;
-    if (f.grad_src) ((R *)f.grad_src)[a] = v2dt2[j] * lam[off + j];
+    if (f.grad_src) ((R *)f.grad_src)[a] = -v2dt2[j] * lam[off + j];
     if (f.grad_v2dt2 && f.src_amp)
-      ((R *)f.grad_v2dt2)[off + j] += ((const R *)f.src_amp)[a] * lam[off + j];
+      ((R *)f.grad_v2dt2)[off + j] -= ((const R *)f.src_amp)[a] * lam[off + j];
   }
   if (f.rec) {
     for (sweep_int r = 0; r < p.n_rec; ++r)

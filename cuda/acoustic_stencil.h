@@ -5,8 +5,9 @@
  * CUDA kernels (cuda/acoustic.cu).  Included once per specialisation, so it
  * has no include guard; see sweep_common.h for the macros it needs.
  *
- * PDE: u_tt = v^2 (lap u + f).  Leapfrog in time, centred differences of
- * order SWEEP_ORDER in space, C-PML (Komatitsch & Martin 2007 form, second
+ * PDE: lap u - u_tt / v^2 = f (the sign convention of Deepwave and most
+ * seismic codes), i.e. u_tt = v^2 (lap u - f).  Leapfrog in time, centred
+ * differences of order SWEEP_ORDER in space, C-PML (Komatitsch & Martin 2007 form, second
  * order in time after Pasalic & McGarry 2010).  Per axis d, with CPML
  * profiles a_d <= 0 and b_d in (0, 1] (both zero outside the CPML):
  *
@@ -14,7 +15,7 @@
  *   zeta_d^{n+1} = b_d zeta_d^n + a_d t_d
  *   psi_d^{n+1}  = b_d psi_d^n + a_d D1_d u^n
  *   W^n          = sum_d (t_d + zeta_d^{n+1})
- *   u^{n+1}      = v^2 dt^2 W^n + 2 u^n - u^{n-1}   (+ v^2 dt^2 f at sources)
+ *   u^{n+1}      = v^2 dt^2 W^n + 2 u^n - u^{n-1}   (- v^2 dt^2 f at sources)
  *
  * Away from the CPML (psi = zeta = a = b = 0 within a halo) this reduces
  * exactly to W = lap u, so the "plain" path below is the same linear operator.
@@ -43,12 +44,14 @@
 #define SWEEP_D2(out, ACC)                                                   \
   do {                                                                       \
     out = (SWEEP_R)c2[0] * (ACC(0));                                         \
+    SWEEP_UNROLL                                                             \
     for (int k_ = 1; k_ <= SWEEP_H; ++k_)                                    \
       out += (SWEEP_R)c2[k_] * ((ACC(k_)) + (ACC(-k_)));                     \
   } while (0)
 #define SWEEP_D1(out, ACC)                                                   \
   do {                                                                       \
     out = 0;                                                                 \
+    SWEEP_UNROLL                                                             \
     for (int k_ = 1; k_ <= SWEEP_H; ++k_)                                    \
       out += (SWEEP_R)c1[k_ - 1] * ((ACC(k_)) - (ACC(-k_)));                 \
   } while (0)
@@ -60,18 +63,28 @@
   (void)c2
 
 /*
- * Forward update of point i (flat index in one shot's padded field) with
- * coordinates c.  Writes u^{n+1} over u_prev, psi_new, zeta (in place) and,
- * when store is not NULL, W^n.  pml == 0 selects the plain interior path.
+ * Forward update of point i (flat index in one shot's padded field) at
+ * coordinates (c0, c1, c2).  Writes u^{n+1} over u_prev, psi_new, zeta (in
+ * place) and, when bit SWEEP_STORE of flags is set, W^n into store.  Bit d
+ * of flags selects the CPML terms along axis d; a clear bit uses the plain
+ * stencil, which is exact wherever the point is farther than a halo from the
+ * CPML along that axis.  flags is a compile-time constant in the CPU loops,
+ * so each combination compiles to its own branch-free (vectorisable) body.
  */
+#ifndef SWEEP_STORE
+#define SWEEP_STORE 8
+#endif
 SWEEP_HD void SWEEP_FN(acoustic_fwd_point)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
     const SWEEP_R *SWEEP_RESTRICT u, SWEEP_R *SWEEP_RESTRICT u_prev,
     SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
     const SWEEP_R *const *pml_a, const SWEEP_R *const *pml_b,
-    SWEEP_R *SWEEP_RESTRICT store, sweep_int i, const sweep_int *c, const int pml) {
+    SWEEP_R *SWEEP_RESTRICT store, sweep_int i, sweep_int cz, sweep_int cy, sweep_int cx,
+    const int flags) {
   SWEEP_COEFFS;
+  const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R w = 0;
+  SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
     const sweep_int s = p->stride[d];
     const SWEEP_R rdx = (SWEEP_R)p->rdx[d];
@@ -80,7 +93,7 @@ SWEEP_HD void SWEEP_FN(acoustic_fwd_point)(
 #define ACC_U(k) u[i + (k) * s]
     SWEEP_D2(d2u, ACC_U);
     d2u *= rdx2;
-    if (pml) {
+    if (flags & (1 << d)) {
       const SWEEP_R *ps = psi[d];
       const SWEEP_R a = pml_a[d][c[d]];
       const SWEEP_R b = pml_b[d][c[d]];
@@ -100,14 +113,15 @@ SWEEP_HD void SWEEP_FN(acoustic_fwd_point)(
 #undef ACC_U
   }
   u_prev[i] = v2dt2[i] * w + 2 * u[i] - u_prev[i];
-  if (store) store[i] = w;
+  if (flags & SWEEP_STORE) store[i] = w;
 }
 
 /*
  * Adjoint update of point i: lam holds the adjoint of u^{n+1}, lam_prev that
  * of u^{n+2} on entry and receives the adjoint of u^n.  P/Z hold the adjoints
  * of psi^{n+1}/zeta^{n+1}; P_new/Z_new receive those of psi^n/zeta^n.
- * When grad is not NULL, accumulates grad += lam * W^n (store = W^n).
+ * With bit SWEEP_STORE of flags, accumulates grad += lam * W^n (store = W^n).
+ * The CPML bits of flags mean what they mean in the forward update.
  */
 SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
@@ -115,16 +129,18 @@ SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pml_a, const SWEEP_R *const *pml_b,
     const SWEEP_R *SWEEP_RESTRICT store, SWEEP_R *SWEEP_RESTRICT grad,
-    sweep_int i, const sweep_int *c, const int pml) {
+    sweep_int i, sweep_int cz, sweep_int cy, sweep_int cx, const int flags) {
   SWEEP_COEFFS;
+  const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R acc = 0;
   const SWEEP_R gi = v2dt2[i] * lam[i];
 #define ACC_G(k) (v2dt2[i + (k) * s] * lam[i + (k) * s])
+  SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
     const sweep_int s = p->stride[d];
     const SWEEP_R rdx = (SWEEP_R)p->rdx[d];
     const SWEEP_R rdx2 = (SWEEP_R)p->rdx2[d];
-    if (pml) {
+    if (flags & (1 << d)) {
       const SWEEP_R *a = pml_a[d];
       const sweep_int cd = c[d];
       const SWEEP_R *Pd = P[d];
@@ -152,7 +168,7 @@ SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
     }
   }
 #undef ACC_G
-  if (grad) grad[i] += lam[i] * store[i];
+  if (flags & SWEEP_STORE) grad[i] += lam[i] * store[i];
   lam_prev[i] = 2 * lam[i] - lam_prev[i] + acc;
 }
 

@@ -7,15 +7,24 @@ the eager Array-API code (``impl="eager"``).  ``sweep.vjp`` gives gradients.
 
 from __future__ import annotations
 
+from . import backend, equations
 from ._impl import binding_error
 from ._vjp import vjp
 from .acoustic import AcousticResult, acoustic
 
 __version__ = "0.1.0"
 
-__all__ = ["AcousticResult", "acoustic", "binding_available", "vjp", "__version__"]
+__all__ = [
+    "AcousticResult",
+    "__version__",
+    "acoustic",
+    "backend",
+    "binding_available",
+    "equations",
+    "vjp",
+]
 
 
 def binding_available() -> bool:
-    """True when the compiled kernels (``sweep._C``) import."""
+    """Return True when the compiled kernels (``sweep._C``) import."""
     return binding_error() is None

@@ -58,7 +58,10 @@ class CompiledAcoustic:
         self.geom = geom
         self.xp = xp
         self.dtype = np.dtype(dtype)
-        self.n_threads = int(n_threads or 0)
+        # Below ~64k cells per step, OpenMP's per-step barriers cost more than
+        # the work they share (badly so on a loaded machine): run on one thread.
+        small = geom.n_shots * geom.shot_stride < 65536
+        self.n_threads = int(n_threads or (1 if small else 0))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
         if xp is np:
             from . import _C
@@ -118,8 +121,17 @@ class CompiledAcoustic:
                 f.set("psi", psi[ax][0], ax)
                 f.set("psi_new", psi[ax][1], ax)
             f.set("store", None if w_store is None else w_store[t : t + n])
-            self._run(g.ndim, g.order, self.dtype == np.float64, False, g.params(), f.rec, t, n,
-                      self.n_threads)
+            self._run(
+                g.ndim,
+                g.order,
+                self.dtype == np.float64,
+                False,
+                g.params(),
+                f.rec,
+                t,
+                n,
+                self.n_threads,
+            )
             if n % 2:
                 u_prev, u = u, u_prev
                 for ax in self.axes:
@@ -141,8 +153,12 @@ class CompiledAcoustic:
     def backward(
         self, tape: Tape, grad_rec: Any, *, model: bool, source: bool, progress: bool = False
     ) -> tuple[Any, Any]:
-        """Adjoint pass; returns (gradient w.r.t. padded v^2 dt^2 summed over shots,
-        gradient w.r.t. source amplitudes), each None when not requested."""
+        """Run the adjoint pass.
+
+        Returns the gradient with respect to the padded ``v^2 dt^2`` (summed
+        over shots) and with respect to the source amplitudes, each None when
+        not requested.
+        """
         g = self.geom
         f = _Fields()
         self._common(f, tape.v2dt2, tape.amp)
@@ -168,8 +184,17 @@ class CompiledAcoustic:
                 f.set("zeta", Z[ax][0], ax)
                 f.set("zeta_new", Z[ax][1], ax)
             f.set("store", tape.store[t_end - n : t_end] if model else None)
-            self._run(g.ndim, g.order, self.dtype == np.float64, True, g.params(), f.rec, t_end,
-                      n, self.n_threads)
+            self._run(
+                g.ndim,
+                g.order,
+                self.dtype == np.float64,
+                True,
+                g.params(),
+                f.rec,
+                t_end,
+                n,
+                self.n_threads,
+            )
             if n % 2:
                 lam_prev, lam = lam, lam_prev
                 for ax in self.axes:

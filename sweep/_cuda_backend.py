@@ -35,12 +35,11 @@ def preamble(ndim: int, order: int, dtype: np.dtype) -> str:
     real, tag = ("double", "f64") if np.dtype(dtype) == np.float64 else ("float", "f32")
     return (
         f"#define SWEEP_NDIM {ndim}\n#define SWEEP_ORDER {order}\n"
-        f"#define SWEEP_REAL {real}\n#define SWEEP_SUFFIX {ndim}d_o{order}_{tag}\n"
-        + _fd.c_header()
+        f"#define SWEEP_REAL {real}\n#define SWEEP_SUFFIX {ndim}d_o{order}_{tag}\n" + _fd.c_header()
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _module(ndim: int, order: int, dtype_str: str, device_id: int) -> Any:
     import cupy
 
@@ -89,12 +88,7 @@ def acoustic_run(
     n_shots = int(p["n_shots"])
     shot_grid = ((n_shots + 127) // 128,)
     axes = [3 - ndim + d for d in range(ndim)]
-    faces = [
-        (d, side)
-        for d in axes
-        for side, key in ((0, "free_lo"), (1, "free_hi"))
-        if p[key][d]
-    ]
+    faces = [(d, side) for d in axes for side, key in ((0, "free_lo"), (1, "free_hi")) if p[key][d]]
     main = mod.get_function("acoustic_adjoint" if adjoint else "acoustic_forward")
     sources = mod.get_function(
         "acoustic_adjoint_sources" if adjoint else "acoustic_forward_sources"

@@ -138,7 +138,7 @@ class EagerAcoustic:
         if self.rec_global.shape[0]:
             rec = xp.reshape(xp.take(xp.reshape(u, (-1,)), self.rec_global), (shape[0], -1))
         if amp_t is not None and self.src_global.shape[0]:
-            inj = xp.take(xp.reshape(v2dt2, (-1,)), self.src_local) * xp.reshape(amp_t, (-1,))
+            inj = -xp.take(xp.reshape(v2dt2, (-1,)), self.src_local) * xp.reshape(amp_t, (-1,))
             u_new = xp.reshape(scatter_add(xp.reshape(u_new, (-1,)), self.src_global, inj), shape)
         for d, mirror, ghost in self.ghosts:
             u_new = u_new - ghost * xp.take(u_new, mirror, axis=d + 1)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 from math import factorial
 
 ORDERS: tuple[int, ...] = (2, 4, 6, 8)
@@ -28,7 +28,7 @@ def halo(order: int) -> int:
     return order // 2
 
 
-@lru_cache(maxsize=None)
+@cache
 def first_derivative(order: int) -> tuple[Fraction, ...]:
     """Weights ``c_k`` (k = 1..order/2) of the centred first derivative.
 
@@ -41,7 +41,7 @@ def first_derivative(order: int) -> tuple[Fraction, ...]:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def second_derivative(order: int) -> tuple[Fraction, ...]:
     """Weights ``c_0, c_1, .., c_m`` of the centred second derivative.
 
@@ -49,7 +49,9 @@ def second_derivative(order: int) -> tuple[Fraction, ...]:
     """
     m = _half(order)
     side = [
-        Fraction(2 * (-1) ** (k + 1) * factorial(m) ** 2, k * k * factorial(m - k) * factorial(m + k))
+        Fraction(
+            2 * (-1) ** (k + 1) * factorial(m) ** 2, k * k * factorial(m - k) * factorial(m + k)
+        )
         for k in range(1, m + 1)
     ]
     return (-2 * sum(side, Fraction(0)), *side)

@@ -114,7 +114,7 @@ class Geometry:
         return np.clip(np.arange(n_pad) - self.lo(d), 0, self.model_shape[d] - 1)
 
     def axis_live(self, d: int) -> np.ndarray:
-        """True where the wavefield along axis ``d`` is updated (not halo, not surface)."""
+        """Return a mask: True where the wavefield along axis ``d`` is updated."""
         h, n_pad = self.halo, self.padded_shape[d]
         live = np.zeros(n_pad, dtype=bool)
         live[h : n_pad - h] = True
@@ -125,7 +125,7 @@ class Geometry:
         return live
 
     def axis_active(self, d: int) -> np.ndarray:
-        """True where the stencil is evaluated along axis ``d`` (not halo)."""
+        """Return a mask: True where the stencil is evaluated along axis ``d``."""
         h, n_pad = self.halo, self.padded_shape[d]
         act = np.zeros(n_pad, dtype=bool)
         act[h : n_pad - h] = True
@@ -172,7 +172,7 @@ class Geometry:
         return lo, max(lo, hi)
 
     def params(self) -> np.ndarray:
-        """The C parameter record (see ``cuda/sweep_common.h``)."""
+        """Return the C parameter record (see ``cuda/sweep_common.h``)."""
         p = np.zeros((), dtype=ACOUSTIC_PARAMS)
         off = 3 - self.ndim
         p["n_shots"] = self.n_shots
@@ -203,8 +203,7 @@ class Geometry:
         The surface rows are zero: the wavefield is held at zero there.
         """
         xp = _array_module(v)
-        v_pad = v[np.ix_(*[self.axis_map(d) for d in range(self.ndim)])]
-        out = (v_pad * self.dt) ** 2
+        out = (self.pad(v) * self.dt) ** 2
         for d in range(self.ndim):
             live = xp.asarray(self.axis_live(d).astype(out.dtype))
             out = out * live.reshape(_axis_shape(self.ndim, d))
@@ -212,11 +211,18 @@ class Geometry:
             mirror, ghost = self.ghost_mirror(d)
             if ghost.any():
                 sl = [slice(None)] * self.ndim
-                sl[d] = np.nonzero(ghost)[0]
+                sl[d] = xp.asarray(np.nonzero(ghost)[0])
                 src = [slice(None)] * self.ndim
-                src[d] = mirror[ghost]
+                src[d] = xp.asarray(mirror[ghost])
                 out[tuple(sl)] = out[tuple(src)]
         return xp.ascontiguousarray(out)
+
+    def pad(self, v: np.ndarray) -> np.ndarray:
+        """Extend model values onto the padded grid by repeating edge values."""
+        xp = _array_module(v)
+        return v[
+            tuple(xp.asarray(i) for i in np.ix_(*[self.axis_map(d) for d in range(self.ndim)]))
+        ]
 
     def fold(self, g_pad: np.ndarray) -> np.ndarray:
         """Adjoint of the edge-repeat padding: sum padded-grid values onto the model."""
@@ -227,7 +233,7 @@ class Geometry:
             live = self.axis_active(d)
             n = self.model_shape[d]
             moved = xp.moveaxis(out, d, 0)
-            acc = xp.zeros((n,) + moved.shape[1:], dtype=moved.dtype)
+            acc = xp.zeros((n, *moved.shape[1:]), dtype=moved.dtype)
             sel = np.nonzero(live)[0]
             if xp is np:
                 np.add.at(acc, m[sel], moved[sel])

@@ -32,20 +32,26 @@ def dtype_name(x: Any) -> str:
 def check_model(name: str, v: Any, ndims: Sequence[int] = (2, 3)) -> None:
     """Model array: 2D/3D, float32/float64, finite and positive."""
     if not hasattr(v, "shape") or not hasattr(v, "dtype"):
-        raise TypeError(f"{name} must be an array (NumPy, CuPy, torch or JAX), got {type(v).__name__}")
+        raise TypeError(
+            f"{name} must be an array (NumPy, CuPy, torch or JAX), got {type(v).__name__}"
+        )
     if v.ndim not in ndims:
         raise ValueError(
             f"{name} must be a {' or '.join(f'{n}D' for n in ndims)} array of model values "
             f"(axis order z, y, x), got ndim={v.ndim} with shape {tuple(v.shape)}"
         )
     if dtype_name(v) not in FLOAT_DTYPES:
-        raise TypeError(f"{name} must be float32 or float64, got {dtype_name(v)}; cast it with .astype")
+        raise TypeError(
+            f"{name} must be float32 or float64, got {dtype_name(v)}; cast it with .astype"
+        )
     if min(v.shape) < 1:
         raise ValueError(f"{name} must not be empty, got shape {tuple(v.shape)}")
     if is_concrete(v):
         host = to_host(v)
         if not np.all(np.isfinite(host)):
-            raise ValueError(f"{name} contains NaN or infinite values; every cell needs a finite value")
+            raise ValueError(
+                f"{name} contains NaN or infinite values; every cell needs a finite value"
+            )
         if not np.all(host > 0):
             raise ValueError(
                 f"{name} must be positive everywhere, found minimum {float(host.min()):g}; "
@@ -66,7 +72,9 @@ def check_spacing(grid_spacing: Any, ndim: int) -> tuple[float, ...]:
                 f"got {type(grid_spacing).__name__}"
             ) from None
         if len(values) != ndim:
-            raise ValueError(f"grid_spacing needs {ndim} values (one per model axis), got {len(values)}")
+            raise ValueError(
+                f"grid_spacing needs {ndim} values (one per model axis), got {len(values)}"
+            )
     if not all(math.isfinite(x) and x > 0 for x in values):
         raise ValueError(f"grid_spacing must be positive and finite, got {values}")
     return values
@@ -135,7 +143,7 @@ def check_faces(name: str, value: Any, ndim: int, kind: type) -> tuple:
 
 
 def check_pml(pml_width: Any, free_surface: Any, model_shape: Sequence[int]) -> tuple:
-    """Validated (pml_width, free_surface) per face; a free-surface face has no CPML."""
+    """Return validated (pml_width, free_surface) per face; free-surface faces get no CPML."""
     ndim = len(model_shape)
     widths = check_faces("pml_width", pml_width, ndim, int)
     if isinstance(free_surface, bool) and free_surface:
@@ -152,7 +160,7 @@ def check_pml(pml_width: Any, free_surface: Any, model_shape: Sequence[int]) -> 
                 f"pml_width {w} on face {face} is oversized for a model axis of {n} cells; "
                 "20-40 cells absorb well, use at most max(4 * n, 64)"
             )
-    widths = tuple(0 if f else w for w, f in zip(widths, free))
+    widths = tuple(0 if f else w for w, f in zip(widths, free, strict=True))
     return widths, free
 
 
@@ -214,7 +222,7 @@ def check_locations(
 def check_not_on_surface(
     name: str, loc: np.ndarray, model_shape: Sequence[int], free_surface: Sequence[bool]
 ) -> None:
-    """Sources on a free-surface row would be silenced: reject them."""
+    """Reject entries on a free-surface row, where they would be silenced."""
     for d, n in enumerate(model_shape):
         for side, row in ((0, 0), (1, n - 1)):
             if free_surface[2 * d + side] and loc.size and np.any(loc[..., d] == row):
@@ -224,7 +232,9 @@ def check_not_on_surface(
                 )
 
 
-def warn_dispersion(amp: Any, dt: float, v_min: float, spacing: Sequence[float], order: int) -> None:
+def warn_dispersion(
+    amp: Any, dt: float, v_min: float, spacing: Sequence[float], order: int
+) -> None:
     """Warn when the sources carry energy at too few cells per wavelength."""
     if amp.shape[-1] < 4 or not is_concrete(amp):
         return

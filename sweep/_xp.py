@@ -47,7 +47,7 @@ def library_name(x: Any) -> str:
 
 
 def is_concrete(x: Any) -> bool:
-    """False for JAX tracers (values unknown at trace time), True otherwise."""
+    """Return False for JAX tracers (values unknown at trace time), else True."""
     if is_jax_array(x):
         import jax
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import _validate as val
-from ._compiled import CompiledAcoustic, Tape
+from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
 from ._grid import Geometry
 from ._impl import resolve_impl
@@ -158,7 +158,9 @@ def _prepare(
     if not (isinstance(pml_freq, (int, float)) and math.isfinite(pml_freq) and pml_freq >= 0):
         raise ValueError(f"pml_freq must be a non-negative frequency in Hz, got {pml_freq!r}")
     if n_threads is not None and (not isinstance(n_threads, int) or n_threads < 0):
-        raise ValueError(f"n_threads must be a non-negative integer (0: all cores), got {n_threads!r}")
+        raise ValueError(
+            f"n_threads must be a non-negative integer (0: all cores), got {n_threads!r}"
+        )
     geom = Geometry(
         ndim=ndim,
         order=order,
@@ -177,8 +179,9 @@ def _prepare(
 
 
 def _model_view(geom: Geometry, padded: Any) -> Any:
-    sl = (slice(None),) + tuple(
-        slice(geom.lo(d), geom.lo(d) + n) for d, n in enumerate(geom.model_shape)
+    sl = (
+        slice(None),
+        *(slice(geom.lo(d), geom.lo(d) + n) for d, n in enumerate(geom.model_shape)),
     )
     return padded[sl]
 
@@ -241,7 +244,7 @@ def acoustic(
 ) -> AcousticResult:
     """Propagate waves through a constant-density acoustic model.
 
-    Solves ``u_tt = v^2 (lap u + f)`` with second-order leapfrog time stepping,
+    Solves ``lap u - u_tt / v^2 = f`` with second-order leapfrog time stepping,
     centred finite differences of order ``accuracy`` in space and C-PML
     absorbing boundaries.  Works on NumPy arrays (and CuPy, PyTorch or JAX
     arrays; gradients through those come from their adapters).
@@ -256,7 +259,8 @@ def acoustic(
         Time step in seconds; must satisfy the CFL limit of ``accuracy``.
     source_amplitudes : array, shape (n_shots, n_sources, nt), optional
         Source time functions; same dtype and library as ``v``.  A source adds
-        ``v^2 dt^2 f`` to the wavefield at its cell each step.
+        ``-v^2 dt^2 f`` to the wavefield at its cell each step (the sign
+        convention of ``lap u - u_tt / v^2 = f``, as in Deepwave).
     source_locations : int array, shape (n_shots, n_sources, ndim), optional
         Grid indices of the sources, in the axis order of ``v``.
     receiver_locations : int array, shape (n_shots, n_receivers, ndim), optional
@@ -294,8 +298,21 @@ def acoustic(
         ``.receivers`` holds the receiver data; the final wavefields are on it too.
     """
     call = _prepare(
-        v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
-        pml_width, free_surface, pml_freq, max_vel, nt, impl, n_threads, progress,
+        v,
+        grid_spacing,
+        dt,
+        source_amplitudes,
+        source_locations,
+        receiver_locations,
+        accuracy,
+        pml_width,
+        free_surface,
+        pml_freq,
+        max_vel,
+        nt,
+        impl,
+        n_threads,
+        progress,
     )
     result, _ = _run(call, store=False)
     return result
@@ -324,8 +341,18 @@ def _acoustic_vjp(
         kwargs.get("progress", False),
     )
     unknown = set(kwargs) - {
-        "source_amplitudes", "source_locations", "receiver_locations", "accuracy", "pml_width",
-        "free_surface", "pml_freq", "max_vel", "nt", "impl", "n_threads", "progress",
+        "source_amplitudes",
+        "source_locations",
+        "receiver_locations",
+        "accuracy",
+        "pml_width",
+        "free_surface",
+        "pml_freq",
+        "max_vel",
+        "nt",
+        "impl",
+        "n_threads",
+        "progress",
     }
     if unknown:
         raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
@@ -341,13 +368,12 @@ def _acoustic_vjp(
             tape, d_k, model=True, source=amp is not None, progress=call.progress
         )
         xp = engine.xp
-        maps = np.ix_(*[geom.axis_map(d) for d in range(geom.ndim)])
         live = np.ones(geom.padded_shape, dtype=bool)
         for d in range(geom.ndim):
             shape = [1] * geom.ndim
             shape[d] = -1
             live = live & geom.axis_live(d).reshape(shape)
-        g_pad = g_v2dt2 * (2.0 * geom.dt**2) * v_k[maps] * xp.asarray(live, dtype=v_k.dtype)
+        g_pad = g_v2dt2 * (2.0 * geom.dt**2) * geom.pad(v_k) * xp.asarray(live, dtype=v_k.dtype)
         grads = {"v": from_kernel_array(geom.fold(g_pad), v)}
         if amp is not None:
             grads["source_amplitudes"] = from_kernel_array(g_src, v)
@@ -388,7 +414,10 @@ def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, A
             grads = torch.autograd.grad(
                 graph_out, inputs, d_receivers, retain_graph=True, allow_unused=True
             )
-            grads = [torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads)]
+            grads = [
+                torch.zeros_like(x) if g is None else g
+                for x, g in zip(inputs, grads, strict=True)
+            ]
             out = {"v": grads[0]}
             if amp is not None:
                 out["source_amplitudes"] = grads[1]

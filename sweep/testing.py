@@ -2,9 +2,9 @@
 
 Analytic Green's functions of the constant-density acoustic equation in a
 homogeneous medium, written for sweep's source convention: a point source
-adds ``v^2 dt^2 f`` to one cell per step, which is the continuous equation
-``u_tt - v^2 lap u = v^2 f(t) dV delta(x)`` with ``dV`` the cell volume
-(area in 2D).  Both functions work in the frequency domain, so a source
+adds ``-v^2 dt^2 f`` to one cell per step, which is the continuous equation
+``lap u - u_tt / v^2 = f(t) dV delta(x)`` with ``dV`` the cell volume
+(area in 2D).  The functions return the response to ``-f`` accordingly.  Both functions work in the frequency domain, so a source
 sampled at ``t = n dt`` gives receiver samples on the same time axis.
 """
 
@@ -40,18 +40,18 @@ def greens_2d(f: np.ndarray, dt: float, r: float, v: float, cell_area: float) ->
     g = np.zeros_like(spec)
     k = omega[1:] * r / v
     g[1:] = -0.25j * hankel2(0, k)
-    return np.fft.irfft(cell_area * spec * g, n)[: len(f)]
+    return -np.fft.irfft(cell_area * spec * g, n)[: len(f)]
 
 
 def greens_3d(f: np.ndarray, dt: float, r: float, v: float, cell_volume: float) -> np.ndarray:
-    """Wavefield at distance ``r`` from a 3D point source: ``dV f(t - r/v) / (4 pi r)``."""
+    """Wavefield at distance ``r`` from a 3D point source: ``-dV f(t - r/v) / (4 pi r)``."""
     spec, omega, n = _padded_spectrum(np.asarray(f, dtype=np.float64), dt, 4)
     shifted = spec * np.exp(-1j * omega * r / v)
-    return np.fft.irfft(cell_volume * shifted, n)[: len(f)] / (4.0 * np.pi * r)
+    return -np.fft.irfft(cell_volume * shifted, n)[: len(f)] / (4.0 * np.pi * r)
 
 
 def relative_error(a: np.ndarray, b: np.ndarray) -> float:
-    """``||a - b|| / ||b||`` in float64."""
+    """Return ``||a - b|| / ||b||`` computed in float64."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))

@@ -1,20 +1,28 @@
 /*
- * CPU kernels of the acoustic equation: every (ndim, order, dtype)
- * specialisation of acoustic_cpu_impl.h, plus one dispatch entry point that
- * the Cython binding calls with the GIL released.
+ * Dispatch from (ndim, order, dtype, direction) to the kernels compiled in
+ * acoustic_cpu_2d.c and acoustic_cpu_3d.c; the Cython binding calls this with
+ * the GIL released.
  */
-#include <stddef.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#include "fd_coeffs.h"
 #include "sweep_common.h"
 #include "acoustic_cpu.h"
 
-#define SWEEP_INSTANTIATE_FILE "acoustic_cpu_impl.h"
-#include "instantiate.h"
-#undef SWEEP_INSTANTIATE_FILE
+#define SWEEP_DECLARE(nd, o, t)                                                              \
+  void sweep_acoustic_forward_##nd##d_o##o##_##t(const sweep_acoustic_params *,              \
+                                                 const sweep_acoustic_fields *, sweep_int,   \
+                                                 sweep_int, int);                            \
+  void sweep_acoustic_backward_##nd##d_o##o##_##t(const sweep_acoustic_params *,             \
+                                                  const sweep_acoustic_fields *, sweep_int,  \
+                                                  sweep_int, int);
+#define SWEEP_DECLARE_ALL(nd, t) \
+  SWEEP_DECLARE(nd, 2, t) SWEEP_DECLARE(nd, 4, t) SWEEP_DECLARE(nd, 6, t) SWEEP_DECLARE(nd, 8, t)
+SWEEP_DECLARE_ALL(2, f32)
+SWEEP_DECLARE_ALL(2, f64)
+SWEEP_DECLARE_ALL(3, f32)
+SWEEP_DECLARE_ALL(3, f64)
 
 typedef void (*sweep_acoustic_fn)(const sweep_acoustic_params *, const sweep_acoustic_fields *,
                                   sweep_int, sweep_int, int);

@@ -20,24 +20,22 @@ static inline void SWEEP_FN(shot_axes)(void *const *src, sweep_int off, SWEEP_R 
   for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (SWEEP_R *)src[d] + off : NULL;
 }
 
-/* One row of the forward stencil: x in [x0, x1), constant pml flag. */
+/* Rows of one stencil, x in [x0, x1), with a compile-time CPML axis mask. */
 static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,
     SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *store, sweep_int base,
-    sweep_int *c, sweep_int x0, sweep_int x1, const int pml) {
-  if (pml) {
-    for (sweep_int x = x0; x < x1; ++x) {
-      c[2] = x;
+    sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
+  if (store) {
+#pragma omp simd
+    for (sweep_int x = x0; x < x1; ++x)
       SWEEP_FN(acoustic_fwd_point)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, store,
-                                   base + x, c, 1);
-    }
+                                   base + x, z, y, x, mask | SWEEP_STORE);
   } else {
 #pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x) {
+    for (sweep_int x = x0; x < x1; ++x)
       SWEEP_FN(acoustic_fwd_point)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, store,
-                                   base + x, c, 0);
-    }
+                                   base + x, z, y, x, mask);
   }
 }
 
@@ -45,21 +43,54 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *lam, SWEEP_R *lam_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, const SWEEP_R *store, SWEEP_R *grad,
-    sweep_int base, sweep_int *c, sweep_int x0, sweep_int x1, const int pml) {
-  if (pml) {
-    for (sweep_int x = x0; x < x1; ++x) {
-      c[2] = x;
+    sweep_int base, sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
+  if (grad) {
+#pragma omp simd
+    for (sweep_int x = x0; x < x1; ++x)
       SWEEP_FN(acoustic_adj_point)(p, v2dt2, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, store,
-                                   grad, base + x, c, 1);
-    }
+                                   grad, base + x, z, y, x, mask | SWEEP_STORE);
   } else {
 #pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x) {
+    for (sweep_int x = x0; x < x1; ++x)
       SWEEP_FN(acoustic_adj_point)(p, v2dt2, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, store,
-                                   grad, base + x, c, 0);
-    }
+                                   grad, base + x, z, y, x, mask);
   }
 }
+
+/* Calls ROW(mask) with the outer-axis mask as a literal, so each CPML
+ * combination is compiled (and vectorised) separately; z is bit 0, y bit 1
+ * (x, bit 2, is added per row segment). */
+#if SWEEP_NDIM == 3
+#define SWEEP_MASK_SWITCH(mask, ROW) \
+  switch (mask) {                   \
+    case 0: ROW(0); break;          \
+    case 1: ROW(1); break;          \
+    case 2: ROW(2); break;          \
+    default: ROW(3); break;         \
+  }
+#else
+#define SWEEP_MASK_SWITCH(mask, ROW) \
+  if (mask) {                        \
+    ROW(2);                          \
+  } else {                           \
+    ROW(0);                          \
+  }
+#endif
+
+/* CPML mask of the outer axes (z, y) of a row. */
+static inline int SWEEP_FN(row_mask)(const sweep_acoustic_params *p, sweep_int z, sweep_int y) {
+  int mask = 0;
+  if (SWEEP_NDIM == 3 && (z < p->plain_lo[0] || z >= p->plain_hi[0])) mask |= 1;
+  if (y < p->plain_lo[1] || y >= p->plain_hi[1]) mask |= 2;
+  return mask;
+}
+
+/* Work items are (shot, tile of SWEEP_TILE_Y rows in y); each streams through
+ * z so the planes a 3D stencil reads stay in cache. */
+#define SWEEP_TILE_Y 8
+#define SWEEP_N_TILES(p) (((p)->shape[1] - 2 * SWEEP_H + SWEEP_TILE_Y - 1) / SWEEP_TILE_Y)
+#define SWEEP_Z_BEGIN (SWEEP_NDIM == 3 ? SWEEP_H : 0)
+#define SWEEP_Z_END(p) (SWEEP_NDIM == 3 ? (p)->shape[0] - SWEEP_H : 1)
 
 /* Odd mirror of the wavefield into the ghost rows of every free surface. */
 static void SWEEP_FN(fill_ghosts)(const sweep_acoustic_params *p, SWEEP_R *field) {
@@ -95,27 +126,12 @@ static inline int SWEEP_FN(has_free_surface)(const sweep_acoustic_params *p) {
   return 0;
 }
 
-/* Active rows (halo excluded) of all shots, decoded to (shot, z, y). */
-#define SWEEP_ROWS(p) ((p)->n_shots * ((p)->shape[0] - (SWEEP_NDIM == 3 ? 2 * SWEEP_H : 0)) \
-                       * ((p)->shape[1] - 2 * SWEEP_H))
-#define SWEEP_DECODE_ROW(p, row, shot, c)                                          \
-  do {                                                                             \
-    const sweep_int ny_ = (p)->shape[1] - 2 * SWEEP_H;                             \
-    const sweep_int nz_ = (p)->shape[0] - (SWEEP_NDIM == 3 ? 2 * SWEEP_H : 0);     \
-    shot = (row) / (nz_ * ny_);                                                    \
-    c[0] = ((row) / ny_) % nz_ + (SWEEP_NDIM == 3 ? SWEEP_H : 0);                  \
-    c[1] = (row) % ny_ + SWEEP_H;                                                  \
-  } while (0)
-#define SWEEP_ROW_IN_PML(p, c)                                                     \
-  ((SWEEP_NDIM == 3 && (c[0] < (p)->plain_lo[0] || c[0] >= (p)->plain_hi[0])) ||   \
-   c[1] < (p)->plain_lo[1] || c[1] >= (p)->plain_hi[1])
-
 void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
                                       const sweep_acoustic_fields *f, sweep_int t0,
                                       sweep_int n_steps, int n_threads) {
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int x_end = p->shape[2] - h;
-  const sweep_int n_rows = SWEEP_ROWS(p);
+  const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
   const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
   const SWEEP_R *pa[3], *pb[3];
@@ -125,6 +141,7 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
   }
 #pragma omp parallel num_threads(n_threads)
   {
+    const unsigned int fp_state = sweep_flush_denormals();
     SWEEP_R *u_prev = (SWEEP_R *)f->u_prev, *u = (SWEEP_R *)f->u;
     void *psi_all[3], *psi_new_all[3];
     for (int d = 0; d < 3; ++d) {
@@ -134,29 +151,35 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
     for (sweep_int t = t0; t < t0 + n_steps; ++t) {
       SWEEP_R *store = f->store ? (SWEEP_R *)f->store + (t - t0) * p->n_shots * ss : NULL;
 #pragma omp for schedule(static)
-      for (sweep_int row = 0; row < n_rows; ++row) {
-        sweep_int shot, c[3] = {0, 0, 0};
-        SWEEP_DECODE_ROW(p, row, shot, c);
+      for (sweep_int item = 0; item < n_items; ++item) {
+        const sweep_int shot = item / n_tiles;
+        const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
+        const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
         const sweep_int off = shot * ss;
         SWEEP_R *psi[3], *psi_new[3], *zeta[3];
         SWEEP_FN(shot_axes)(psi_all, off, psi);
         SWEEP_FN(shot_axes)(psi_new_all, off, psi_new);
         SWEEP_FN(shot_axes)(f->zeta, off, zeta);
         SWEEP_R *st = store ? store + off : NULL;
-        const sweep_int base = c[0] * p->stride[0] + c[1] * p->stride[1];
-        if (SWEEP_ROW_IN_PML(p, c)) {
-          SWEEP_FN(fwd_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb, st,
-                            base, c, h, x_end, 1);
-        } else {
-          SWEEP_FN(fwd_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb, st,
-                            base, c, h, p->plain_lo[2], 1);
-          SWEEP_FN(fwd_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb, st,
-                            base, c, p->plain_lo[2], p->plain_hi[2], 0);
-          SWEEP_FN(fwd_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb, st,
-                            base, c, p->plain_hi[2], x_end, 1);
+        for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
+          for (sweep_int y = y0; y < y1; ++y) {
+            const sweep_int base = z * p->stride[0] + y * p->stride[1];
+            const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define SWEEP_FWD_ROW(x0, x1, m)                                                               \
+  SWEEP_FN(fwd_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb, st, base, z, y, \
+                    x0, x1, m)
+#define SWEEP_ROW_EDGE(m) SWEEP_FWD_ROW(h, p->plain_lo[2], m | 4); \
+                          SWEEP_FWD_ROW(p->plain_hi[2], x_end, m | 4)
+#define SWEEP_ROW_MID(m) SWEEP_FWD_ROW(p->plain_lo[2], p->plain_hi[2], m)
+            SWEEP_MASK_SWITCH(outer, SWEEP_ROW_EDGE)
+            SWEEP_MASK_SWITCH(outer, SWEEP_ROW_MID)
+#undef SWEEP_FWD_ROW
+#undef SWEEP_ROW_EDGE
+#undef SWEEP_ROW_MID
+          }
         }
       }
-      /* Receivers record u^t; sources add v^2 dt^2 f^t to u^{t+1} (now in u_prev). */
+      /* Receivers record u^t; sources add -v^2 dt^2 f^t to u^{t+1} (now in u_prev). */
 #pragma omp for schedule(static)
       for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
         const sweep_int off = shot * ss;
@@ -169,7 +192,7 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
           const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
           for (sweep_int k = 0; k < p->n_src; ++k) {
             const sweep_int i = off + f->src_idx[shot * p->n_src + k];
-            u_prev[i] += v2dt2[i - off] * amp[(shot * p->n_src + k) * p->nt + t];
+            u_prev[i] -= v2dt2[i - off] * amp[(shot * p->n_src + k) * p->nt + t];
           }
         }
       }
@@ -183,6 +206,7 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
         psi_new_all[d] = tp;
       }
     }
+    sweep_restore_fp(fp_state);
   }
 }
 
@@ -191,7 +215,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
                                        sweep_int n_steps, int n_threads) {
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int x_end = p->shape[2] - h;
-  const sweep_int n_rows = SWEEP_ROWS(p);
+  const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const sweep_int t_begin = t_end - n_steps;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
   const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
@@ -202,6 +226,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   }
 #pragma omp parallel num_threads(n_threads)
   {
+    const unsigned int fp_state = sweep_flush_denormals();
     SWEEP_R *lam_prev = (SWEEP_R *)f->u_prev, *lam = (SWEEP_R *)f->u;
     void *P_all[3], *Pn_all[3], *Z_all[3], *Zn_all[3];
     for (int d = 0; d < 3; ++d) {
@@ -215,9 +240,10 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
           f->store ? (const SWEEP_R *)f->store + (t - t_begin) * p->n_shots * ss : NULL;
       SWEEP_R *grad_all = (SWEEP_R *)f->grad_v2dt2;
 #pragma omp for schedule(static)
-      for (sweep_int row = 0; row < n_rows; ++row) {
-        sweep_int shot, c[3] = {0, 0, 0};
-        SWEEP_DECODE_ROW(p, row, shot, c);
+      for (sweep_int item = 0; item < n_items; ++item) {
+        const sweep_int shot = item / n_tiles;
+        const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
+        const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
         const sweep_int off = shot * ss;
         SWEEP_R *P[3], *Pn[3], *Z[3], *Zn[3];
         SWEEP_FN(shot_axes)(P_all, off, P);
@@ -226,17 +252,22 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
         SWEEP_FN(shot_axes)(Zn_all, off, Zn);
         const SWEEP_R *st = store ? store + off : NULL;
         SWEEP_R *grad = grad_all && store ? grad_all + off : NULL;
-        const sweep_int base = c[0] * p->stride[0] + c[1] * p->stride[1];
-        if (SWEEP_ROW_IN_PML(p, c)) {
-          SWEEP_FN(adj_row)(p, v2dt2, lam + off, lam_prev + off, P, Pn, Z, Zn, pa, pb, st, grad,
-                            base, c, h, x_end, 1);
-        } else {
-          SWEEP_FN(adj_row)(p, v2dt2, lam + off, lam_prev + off, P, Pn, Z, Zn, pa, pb, st, grad,
-                            base, c, h, p->plain_lo[2], 1);
-          SWEEP_FN(adj_row)(p, v2dt2, lam + off, lam_prev + off, P, Pn, Z, Zn, pa, pb, st, grad,
-                            base, c, p->plain_lo[2], p->plain_hi[2], 0);
-          SWEEP_FN(adj_row)(p, v2dt2, lam + off, lam_prev + off, P, Pn, Z, Zn, pa, pb, st, grad,
-                            base, c, p->plain_hi[2], x_end, 1);
+        for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
+          for (sweep_int y = y0; y < y1; ++y) {
+            const sweep_int base = z * p->stride[0] + y * p->stride[1];
+            const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define SWEEP_ADJ_ROW(x0, x1, m)                                                            \
+  SWEEP_FN(adj_row)(p, v2dt2, lam + off, lam_prev + off, P, Pn, Z, Zn, pa, pb, st, grad, base, \
+                    z, y, x0, x1, m)
+#define SWEEP_ROW_EDGE(m) SWEEP_ADJ_ROW(h, p->plain_lo[2], m | 4); \
+                          SWEEP_ADJ_ROW(p->plain_hi[2], x_end, m | 4)
+#define SWEEP_ROW_MID(m) SWEEP_ADJ_ROW(p->plain_lo[2], p->plain_hi[2], m)
+            SWEEP_MASK_SWITCH(outer, SWEEP_ROW_EDGE)
+            SWEEP_MASK_SWITCH(outer, SWEEP_ROW_MID)
+#undef SWEEP_ADJ_ROW
+#undef SWEEP_ROW_EDGE
+#undef SWEEP_ROW_MID
+          }
         }
       }
       /* Source terms use lambda^{t+1} (still in lam); residuals of u^t go into lambda^t. */
@@ -246,9 +277,9 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
         for (sweep_int k = 0; k < p->n_src; ++k) {
           const sweep_int j = f->src_idx[shot * p->n_src + k];
           const sweep_int a = (shot * p->n_src + k) * p->nt + t;
-          if (f->grad_src) ((SWEEP_R *)f->grad_src)[a] = v2dt2[j] * lam[off + j];
+          if (f->grad_src) ((SWEEP_R *)f->grad_src)[a] = -v2dt2[j] * lam[off + j];
           if (grad_all && f->src_amp)
-            grad_all[off + j] += ((const SWEEP_R *)f->src_amp)[a] * lam[off + j];
+            grad_all[off + j] -= ((const SWEEP_R *)f->src_amp)[a] * lam[off + j];
         }
         if (f->rec) {
           const SWEEP_R *res = (const SWEEP_R *)f->rec;
@@ -269,12 +300,15 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
         Zn_all[d] = tp;
       }
     }
+    sweep_restore_fp(fp_state);
   }
 }
 
 #undef SWEEP_FN
 #undef SWEEP_R
 #undef SWEEP_H
-#undef SWEEP_ROWS
-#undef SWEEP_DECODE_ROW
-#undef SWEEP_ROW_IN_PML
+#undef SWEEP_MASK_SWITCH
+#undef SWEEP_TILE_Y
+#undef SWEEP_N_TILES
+#undef SWEEP_Z_BEGIN
+#undef SWEEP_Z_END

@@ -1,4 +1,6 @@
-/* Part of instantiate.h: every order and dtype for the current SWEEP_NDIM. */
+/* Includes SWEEP_INSTANTIATE_FILE once per (order, dtype) for the current
+ * SWEEP_NDIM, defining SWEEP_ORDER, SWEEP_REAL and SWEEP_SUFFIX (e.g. 2d_o4_f32)
+ * each time.  Equations reuse it to stamp out their specialisations. */
 #define SWEEP_ORDER 2
 #define SWEEP_REAL float
 #if SWEEP_NDIM == 2

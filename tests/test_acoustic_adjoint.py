@@ -103,7 +103,9 @@ def test_eager_matches_c_gradient(ndim, order):
     out, pullback = sweep.vjp(sweep.acoustic, **problem, impl="c")
     d = rng.standard_normal(out.receivers.shape)
     gc = pullback(d)
-    tp = {k: torch.from_numpy(x) if k in ("v", "source_amplitudes") else x for k, x in problem.items()}
+    tp = {
+        k: torch.from_numpy(x) if k in ("v", "source_amplitudes") else x for k, x in problem.items()
+    }
     _, pullback_e = sweep.vjp(sweep.acoustic, **tp, impl="eager")
     ge = pullback_e(torch.from_numpy(d))
     for key in ("v", "source_amplitudes"):

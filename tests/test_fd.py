@@ -22,14 +22,19 @@ def test_second_derivative_exact_on_polynomials(order):
 def test_first_derivative_exact_on_polynomials(order):
     c = _fd.first_derivative(order)
     for degree in range(order + 1):
-        value = sum(ck * (Fraction(k) ** degree - Fraction(-k) ** degree) for k, ck in enumerate(c, 1))
+        value = sum(
+            ck * (Fraction(k) ** degree - Fraction(-k) ** degree) for k, ck in enumerate(c, 1)
+        )
         assert value == (1 if degree == 1 else 0)
 
 
 def test_c_header_holds_the_same_doubles():
     header = _fd.c_header()
     for order in _fd.ORDERS:
-        for name, coeffs in (("D1", _fd.first_derivative(order)), ("D2", _fd.second_derivative(order))):
+        for name, coeffs in (
+            ("D1", _fd.first_derivative(order)),
+            ("D2", _fd.second_derivative(order)),
+        ):
             line = next(x for x in header.splitlines() if f"SWEEP_{name}_{order} " in x)
             values = [float(s) for s in line.split("{")[1].rstrip("}").split(",")]
             assert values == [float(c) for c in coeffs]

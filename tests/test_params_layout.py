@@ -8,7 +8,8 @@ _C = pytest.importorskip("sweep._C")
 
 
 @pytest.mark.parametrize(
-    ("struct", "dtype"), [("acoustic_params", ACOUSTIC_PARAMS), ("acoustic_fields", ACOUSTIC_FIELDS)]
+    ("struct", "dtype"),
+    [("acoustic_params", ACOUSTIC_PARAMS), ("acoustic_fields", ACOUSTIC_FIELDS)],
 )
 def test_struct_layout_matches(struct, dtype):
     size, offsets = _C.struct_layout()[struct]

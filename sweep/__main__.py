@@ -1,0 +1,5 @@
+"""``python -m sweep``: the sweep command line."""
+
+from .cli import main
+
+raise SystemExit(main())

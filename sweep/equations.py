@@ -1,0 +1,265 @@
+"""Registry of the equations sweep can propagate.
+
+Each :class:`EquationSpec` says what an equation is (dimensions, models,
+wavefields, source and receiver kinds, orders of accuracy), whether it has
+compiled kernels, and where its code lives.  The adapters
+(:mod:`sweep.propagator.torch`, :mod:`sweep.propagator.jax`) and the ``sweep``
+command line are written against this registry only, so a new equation is one
+``REGISTRY`` line plus its own module.
+
+Code is referenced by ``"module:attribute"`` strings and imported on first
+use, so importing this module stays cheap and never imports torch or jax.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["REGISTRY", "EagerPlan", "EquationSpec", "get", "names"]
+
+
+def _load(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass(frozen=True)
+class EquationSpec:
+    """Static description of one equation.
+
+    Attributes
+    ----------
+    name : str
+        Registry key, e.g. ``"acoustic"``.
+    ndims : tuple of int
+        Supported numbers of spatial dimensions.
+    models : tuple of str
+        Model parameters, in the order the propagator takes them positionally.
+    wavefields : tuple of str
+        Fields of the propagator's state.
+    sources, receivers : tuple of str
+        Kinds of source injection and receiver recording.
+    orders : tuple of int
+        Supported spatial orders of accuracy.
+    compiled : bool
+        Whether the equation has compiled kernels (``impl="c"``).
+    entry : str
+        ``"module:function"`` of the NumPy-level propagator.  It takes the
+        models positionally, then ``grid_spacing, dt`` and keyword settings,
+        and supports :func:`sweep.vjp`.
+    eager_entry : str or None
+        ``"module:function"`` of the eager-plan builder used by the adapters
+        (see :class:`EagerPlan`); None if the equation has no eager path.
+    options : tuple of str
+        Keyword settings of the propagator beyond grid, time step, sources and
+        receivers.
+    description : str
+        One line for listings.
+    """
+
+    name: str
+    ndims: tuple[int, ...] = (2, 3)
+    models: tuple[str, ...] = ("v",)
+    wavefields: tuple[str, ...] = ("u", "u_prev", "psi", "zeta")
+    sources: tuple[str, ...] = ("pressure",)
+    receivers: tuple[str, ...] = ("pressure",)
+    orders: tuple[int, ...] = (2, 4, 6, 8)
+    compiled: bool = True
+    entry: str = "sweep.acoustic:acoustic"
+    eager_entry: str | None = "sweep.equations:acoustic_eager_plan"
+    options: tuple[str, ...] = (
+        "accuracy",
+        "pml_width",
+        "free_surface",
+        "pml_freq",
+        "max_vel",
+        "nt",
+        "n_threads",
+        "progress",
+    )
+    description: str = ""
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The propagator function (imported on first use)."""
+        return _load(self.entry)
+
+    @property
+    def eager_plan(self) -> Callable[..., EagerPlan]:
+        """The eager-plan builder (imported on first use)."""
+        if self.eager_entry is None:
+            raise NotImplementedError(f"equation {self.name!r} has no eager implementation")
+        return _load(self.eager_entry)
+
+    def option_defaults(self) -> dict[str, Any]:
+        """Default value of each option, read from the propagator's signature."""
+        params = inspect.signature(self.function).parameters
+        return {name: params[name].default if name in params else None for name in self.options}
+
+
+@dataclass
+class EagerPlan:
+    """One eager propagation broken into steps, for the adapters' time loops.
+
+    Attributes
+    ----------
+    nt, n_shots, n_src, n_rec : int
+        Time steps, shots, sources and receivers per shot.
+    coefficients : callable
+        ``coefficients(*models) -> coeffs``: the differentiable per-call
+        preprocessing of the models (any pytree of arrays).
+    initial_state : callable
+        ``initial_state() -> state`` (a pytree of zero arrays).
+    step : callable
+        ``step(state, coeffs, amp_t) -> (state, rec_t)``, pure and out of place;
+        ``amp_t`` has shape ``(n_shots, n_src)`` and ``rec_t`` ``(n_shots, n_rec)``
+        (None when there are no receivers).
+    wavefield : callable
+        ``wavefield(state) -> array`` of the primary field on the model grid.
+    key : tuple
+        Hashable summary of the constants baked into ``step`` (for caches of
+        compiled steps).
+    """
+
+    nt: int
+    n_shots: int
+    n_src: int
+    n_rec: int
+    coefficients: Callable[..., Any]
+    initial_state: Callable[[], Any]
+    step: Callable[[Any, Any, Any], tuple[Any, Any]]
+    wavefield: Callable[[Any], Any]
+    key: tuple
+
+
+def _host_proxy(x: Any, fill: float | None, name: str, needs: str) -> np.ndarray | None:
+    """Host copy of ``x``, or a stand-in of its shape when ``x`` is a JAX tracer."""
+    from ._xp import is_concrete, to_host
+
+    if x is None:
+        return None
+    if is_concrete(x):
+        return np.asarray(to_host(x))
+    if fill is None:
+        raise ValueError(
+            f"{name} is a traced JAX value (inside jax.jit, jax.grad or jax.vmap), so its values "
+            f"are unknown when the eager time loop is built; pass {needs} to the propagator "
+            "(they fix the CFL check and the CPML profiles), or use impl='c'"
+        )
+    return np.full(tuple(x.shape), fill, dtype=str(x.dtype).rsplit(".", 1)[-1])
+
+
+def acoustic_eager_plan(
+    models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
+) -> EagerPlan:
+    """Eager plan of :func:`sweep.acoustic` (validation and geometry from the core).
+
+    Parameters
+    ----------
+    models : sequence of array
+        ``(v,)``; may be JAX tracers when ``max_vel`` and ``pml_freq`` are set.
+    source_amplitudes : array or None
+        Shape ``(n_shots, n_sources, nt)``.
+    like : array
+        A concrete array of the target library, device and dtype.
+    **settings
+        ``grid_spacing``, ``dt`` and keyword arguments of :func:`sweep.acoustic`.
+
+    Returns
+    -------
+    EagerPlan
+    """
+    from ._eager import EagerAcoustic
+    from .acoustic import _model_view, _prepare, acoustic
+
+    (v,) = models
+    traced_needs = "max_vel= and pml_freq="
+    pml_freq = settings.get("pml_freq")
+    max_vel = settings.get("max_vel")
+    fill = max_vel if (max_vel is not None and pml_freq is not None) else None
+    v_host = _host_proxy(v, fill, "v", traced_needs)
+    amp_host = _host_proxy(source_amplitudes, 0.0, "source_amplitudes", "")
+    bound = inspect.signature(acoustic).bind(
+        v_host, source_amplitudes=amp_host, impl="eager", **settings
+    )
+    bound.apply_defaults()
+    call = _prepare(**bound.arguments)
+    geom = call.geom
+    engine = EagerAcoustic.build(geom, like)
+    key = (
+        geom.model_shape,
+        geom.nt,
+        geom.n_shots,
+        str(like.dtype),
+        str(engine.device),
+        geom.v_max,
+        geom.pml_freq,
+    )
+    return EagerPlan(
+        nt=geom.nt,
+        n_shots=geom.n_shots,
+        n_src=geom.n_src,
+        n_rec=geom.n_rec,
+        coefficients=engine.v2dt2,
+        initial_state=engine.initial_state,
+        step=engine.step,
+        wavefield=lambda state: _model_view(geom, state["u"]),
+        key=key,
+    )
+
+
+REGISTRY: dict[str, EquationSpec] = {
+    "acoustic": EquationSpec(
+        "acoustic", description="constant-density acoustic wave equation (pressure)"
+    ),
+}
+
+
+def names() -> list[str]:
+    """Return the registered equation names, sorted."""
+    return sorted(REGISTRY)
+
+
+def get(name: str | EquationSpec) -> EquationSpec:
+    """Look up an equation, suggesting the closest name when it is unknown.
+
+    Parameters
+    ----------
+    name : str or EquationSpec
+        Registry key (a spec is returned unchanged).
+
+    Returns
+    -------
+    EquationSpec
+
+    Raises
+    ------
+    ValueError
+        For an unknown name; the message suggests the closest registered one.
+    """
+    if isinstance(name, EquationSpec):
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"equation must be a name (str), got {type(name).__name__}")
+    spec = REGISTRY.get(name) or REGISTRY.get(name.lower())
+    if spec is None:
+        raise ValueError(f"unknown equation {name!r}{suggest(name, names())}")
+    return spec
+
+
+def suggest(word: str, choices: Sequence[str]) -> str:
+    """``"; did you mean 'x'?"`` (or the list of choices) for error messages."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; choose from {', '.join(repr(c) for c in choices)}"
