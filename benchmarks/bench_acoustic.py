@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 
 LIBRARIES = ("sweep", "deepwave")
-N_THREADS = 2
+N_THREADS = int(os.environ.get("SWEEP_BENCH_THREADS", "2"))
 PML_WIDTH = 20
 PEAK_FREQ = 15.0
 V_MIN = 1500.0
