@@ -546,20 +546,30 @@ def launch_worker(library: str, case: Case, repeats: int, out_dir: Path) -> dict
         receiver data / gradient arrays.
     """
     env = dict(os.environ)
-    env.update({
-        "OMP_NUM_THREADS": str(N_THREADS),
-        "MKL_NUM_THREADS": str(N_THREADS),
-        "OPENBLAS_NUM_THREADS": str(N_THREADS),
-    })
+    env.update(
+        {
+            "OMP_NUM_THREADS": str(N_THREADS),
+            "MKL_NUM_THREADS": str(N_THREADS),
+            "OPENBLAS_NUM_THREADS": str(N_THREADS),
+        }
+    )
     command = [
-        sys.executable, os.path.abspath(__file__), "--worker", library,
-        "--worker-case", json.dumps(asdict(case)), "--worker-dir", str(out_dir),
-        "--repeats", str(repeats),
+        sys.executable,
+        os.path.abspath(__file__),
+        "--worker",
+        library,
+        "--worker-case",
+        json.dumps(asdict(case)),
+        "--worker-dir",
+        str(out_dir),
+        "--repeats",
+        str(repeats),
     ]
     log_path = out_dir / "log.txt"
     with open(log_path, "w") as log:
-        completed = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   check=False)
+        completed = subprocess.run(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, check=False
+        )
     if completed.returncode != 0:
         raise RuntimeError(
             f"{library} worker for {case.name} failed (exit {completed.returncode}):\n"
@@ -568,13 +578,15 @@ def launch_worker(library: str, case: Case, repeats: int, out_dir: Path) -> dict
     result = json.loads((out_dir / "result.json").read_text())
     best_index = int(np.argmin(result["times"]))
     best = result["times"][best_index]
-    result.update({
-        "best_s": best,
-        "best_foreign_cpu_fraction": result["foreign_cpu_fraction"][best_index],
-        "mcells_per_s": case.cell_updates / best / 1e6,
-        "growth_mib": result["peak_rss_mib"] - result["baseline_rss_mib"],
-        "receivers": np.load(out_dir / "receivers.npy"),
-    })
+    result.update(
+        {
+            "best_s": best,
+            "best_foreign_cpu_fraction": result["foreign_cpu_fraction"][best_index],
+            "mcells_per_s": case.cell_updates / best / 1e6,
+            "growth_mib": result["peak_rss_mib"] - result["baseline_rss_mib"],
+            "receivers": np.load(out_dir / "receivers.npy"),
+        }
+    )
     if case.gradient:
         result["grad_v"] = np.load(out_dir / "grad_v.npy")
     return result
@@ -651,8 +663,20 @@ def render_tables(cases: Sequence[Case], results: dict[str, dict[str, dict]]) ->
             f"| {_fmt(check.get('grad_v_rel_l2'), '.2e')} |"
         )
     return "\n".join(
-        ["### Speed (best wall time)", "", *speed, "", "### Peak memory (RSS of the worker)", "",
-         *memory, "", "### Agreement", "", *agreement, ""]
+        [
+            "### Speed (best wall time)",
+            "",
+            *speed,
+            "",
+            "### Peak memory (RSS of the worker)",
+            "",
+            *memory,
+            "",
+            "### Agreement",
+            "",
+            *agreement,
+            "",
+        ]
     )
 
 
@@ -712,8 +736,10 @@ def report(machine: dict, cases: Sequence[Case], results: dict, json_path: Path 
     print(f"compiled builds used: {builds}")
     for lib, ids in builds.items():
         if len(ids) > 1:
-            print(f"WARNING: {lib}'s compiled extension changed during the run ({ids}); "
-                  "cases ran against different builds.")
+            print(
+                f"WARNING: {lib}'s compiled extension changed during the run ({ids}); "
+                "cases ran against different builds."
+            )
     if json_path is not None:
         write_json(json_path, machine, cases, results)
         print(f"results written to {json_path}", file=sys.stderr)
@@ -731,34 +757,67 @@ def render_saved(paths: Sequence[Path]) -> None:
             fields = {**fields, "shape": tuple(fields["shape"])}
             cases[fields["name"]] = Case(**fields)
         results.update(payload["results"])
-    print(f"CPU: {machine.get('cpu')} (nproc {machine.get('nproc')}), "
-          f"versions {machine.get('versions')}")
+    print(
+        f"CPU: {machine.get('cpu')} (nproc {machine.get('nproc')}), "
+        f"versions {machine.get('versions')}"
+    )
     report(machine, [cases[n] for n in results], results, None)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="small models and few steps: a smoke run of well under a minute")
-    parser.add_argument("--cases", default="all",
-                        help="comma-separated case names (fwd2d-a8, fwd2d-a4, grad2d-a8, "
-                             "grad2d-a4, fwd3d-a8) or 'all' (default)")
-    parser.add_argument("--libs", default=",".join(LIBRARIES),
-                        help="comma-separated libraries to run (default: sweep,deepwave)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed repeats after one warm-up (default 3; 1 with --quick)")
-    parser.add_argument("--grad-repeats", type=int, default=None,
-                        help="timed repeats for the gradient cases (default: --repeats)")
-    parser.add_argument("--grad-nt", type=int, default=None,
-                        help="time steps of the gradient cases (default: same as the forward "
-                             "2-D cases); both libraries keep nt*shots*padded-cells floats")
-    parser.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
-                        help="before each worker, wait up to SECONDS for other processes to "
-                             "use < 15%% of the machine (for shared machines; default 0: off)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small models and few steps: a smoke run of well under a minute",
+    )
+    parser.add_argument(
+        "--cases",
+        default="all",
+        help="comma-separated case names (fwd2d-a8, fwd2d-a4, grad2d-a8, "
+        "grad2d-a4, fwd3d-a8) or 'all' (default)",
+    )
+    parser.add_argument(
+        "--libs",
+        default=",".join(LIBRARIES),
+        help="comma-separated libraries to run (default: sweep,deepwave)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="timed repeats after one warm-up (default 3; 1 with --quick)",
+    )
+    parser.add_argument(
+        "--grad-repeats",
+        type=int,
+        default=None,
+        help="timed repeats for the gradient cases (default: --repeats)",
+    )
+    parser.add_argument(
+        "--grad-nt",
+        type=int,
+        default=None,
+        help="time steps of the gradient cases (default: same as the forward "
+        "2-D cases); both libraries keep nt*shots*padded-cells floats",
+    )
+    parser.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="before each worker, wait up to SECONDS for other processes to "
+        "use < 15%% of the machine (for shared machines; default 0: off)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
-    parser.add_argument("--render", type=Path, nargs="+", metavar="JSON",
-                        help="print the tables of earlier --json files (merged) and exit")
+    parser.add_argument(
+        "--render",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="print the tables of earlier --json files (merged) and exit",
+    )
     parser.add_argument("--worker", choices=LIBRARIES, help=argparse.SUPPRESS)
     parser.add_argument("--worker-case", help=argparse.SUPPRESS)
     parser.add_argument("--worker-dir", type=Path, help=argparse.SUPPRESS)
@@ -791,8 +850,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     machine = machine_description()
     print(f"# sweep vs Deepwave, acoustic, float32, {N_THREADS} threads", flush=True)
-    print(f"CPU: {machine['cpu']} (nproc {machine['nproc']}), Python {machine['python']}, "
-          f"versions {machine['versions']}", flush=True)
+    print(
+        f"CPU: {machine['cpu']} (nproc {machine['nproc']}), Python {machine['python']}, "
+        f"versions {machine['versions']}",
+        flush=True,
+    )
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_acoustic_") as tmp:
         for case in cases:
@@ -805,12 +867,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     load = wait_for_quiet_machine(args.wait_idle)
                     if load is not None:
                         print(f"machine load before start: {load:.0%}", file=sys.stderr)
-                print(f"running {case.name} with {library} ({n_rep} timed repeat(s))...",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"running {case.name} with {library} ({n_rep} timed repeat(s))...",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 r = launch_worker(library, case, n_rep, out_dir)
                 results[case.name][library] = r
-                print(f"  best {r['best_s']:.3f} s, {r['mcells_per_s']:.0f} Mcells/s, "
-                      f"peak RSS {r['peak_rss_mib']:.0f} MiB", file=sys.stderr, flush=True)
+                print(
+                    f"  best {r['best_s']:.3f} s, {r['mcells_per_s']:.0f} Mcells/s, "
+                    f"peak RSS {r['peak_rss_mib']:.0f} MiB",
+                    file=sys.stderr,
+                    flush=True,
+                )
             entry = results[case.name]
             if "sweep" in entry and "deepwave" in entry:
                 sw, dw = entry["sweep"], entry["deepwave"]

@@ -415,8 +415,7 @@ def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, A
                 graph_out, inputs, d_receivers, retain_graph=True, allow_unused=True
             )
             grads = [
-                torch.zeros_like(x) if g is None else g
-                for x, g in zip(inputs, grads, strict=True)
+                torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads, strict=True)
             ]
             out = {"v": grads[0]}
             if amp is not None:

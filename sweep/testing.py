@@ -4,8 +4,9 @@ Analytic Green's functions of the constant-density acoustic equation in a
 homogeneous medium, written for sweep's source convention: a point source
 adds ``-v^2 dt^2 f`` to one cell per step, which is the continuous equation
 ``lap u - u_tt / v^2 = f(t) dV delta(x)`` with ``dV`` the cell volume
-(area in 2D).  The functions return the response to ``-f`` accordingly.  Both functions work in the frequency domain, so a source
-sampled at ``t = n dt`` gives receiver samples on the same time axis.
+(area in 2D); the returned wavefield is therefore the negative of the
+textbook response to ``+f``.  Both functions work in the frequency domain, so a
+source sampled at ``t = n dt`` gives receiver samples on the same time axis.
 """
 
 from __future__ import annotations
