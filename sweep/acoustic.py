@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -322,40 +323,11 @@ def _acoustic_vjp(
     v: Any, grid_spacing: Any, dt: Any, **kwargs: Any
 ) -> tuple[AcousticResult, Callable[[Any], dict[str, Any]]]:
     """Forward pass plus a pullback mapping receiver cotangents to gradients."""
-    amp = kwargs.get("source_amplitudes")
-    call = _prepare(
-        v,
-        grid_spacing,
-        dt,
-        amp,
-        kwargs.get("source_locations"),
-        kwargs.get("receiver_locations"),
-        kwargs.get("accuracy", 4),
-        kwargs.get("pml_width", 20),
-        kwargs.get("free_surface", False),
-        kwargs.get("pml_freq"),
-        kwargs.get("max_vel"),
-        kwargs.get("nt"),
-        kwargs.get("impl"),
-        kwargs.get("n_threads"),
-        kwargs.get("progress", False),
-    )
-    unknown = set(kwargs) - {
-        "source_amplitudes",
-        "source_locations",
-        "receiver_locations",
-        "accuracy",
-        "pml_width",
-        "free_surface",
-        "pml_freq",
-        "max_vel",
-        "nt",
-        "impl",
-        "n_threads",
-        "progress",
-    }
-    if unknown:
-        raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
+    # Same arguments and defaults as sweep.acoustic; unknown keywords raise TypeError.
+    args = inspect.signature(acoustic).bind(v, grid_spacing, dt, **kwargs)
+    args.apply_defaults()
+    call = _prepare(**args.arguments)
+    amp = args.arguments["source_amplitudes"]
     if call.impl == "eager":
         return _eager_vjp(call)
     result, (engine, tape, v_k) = _run(call, store=True)

@@ -165,7 +165,7 @@ def test_eager_gradient_needs_autodiff_library(problem):
 def test_unknown_keyword(problem):
     with pytest.raises(TypeError):
         sweep.acoustic(**problem, bogus=1)
-    with pytest.raises(TypeError, match="unexpected keyword arguments"):
+    with pytest.raises(TypeError, match="unexpected keyword argument"):
         sweep.vjp(sweep.acoustic, **problem, bogus=1)
 
 
