@@ -422,7 +422,7 @@ def save_figure(result: DemoResult, path: str, spacing: float, shot: int = 0) ->
     right.set_ylim(0.0, 1.05 * max(result.model_error, default=1.0))
     right.set_ylabel("model error / starting error")
     lines = ax.get_lines() + right.get_lines()
-    ax.legend(lines, [line.get_label() for line in lines], fontsize="small", loc="lower left")
+    ax.legend(lines, [line.get_label() for line in lines], fontsize="small", loc="best")
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

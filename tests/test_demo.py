@@ -10,6 +10,12 @@ import pytest
 from sweep import demo
 
 
+@pytest.fixture(autouse=True)
+def _restore_omp_env(monkeypatch):
+    # main() sets OMP_WAIT_POLICY when it is unset; undo that after each test.
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+
+
 def test_demo_main_writes_png_and_reduces_misfit(tmp_path, capsys):
     out = tmp_path / "fwi.png"
     code = demo.main(["--out", str(out), "--iterations", "2", "--threads", "1"])
