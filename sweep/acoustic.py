@@ -286,8 +286,9 @@ def acoustic(
         Number of time steps; taken from ``source_amplitudes`` when given.
     impl : {None, "auto", "c", "eager"}
         ``"c"`` runs the compiled kernels, ``"eager"`` the Array-API code.
-        ``None``/``"auto"`` picks ``"c"`` when ``sweep._C`` imports and falls
-        back to ``"eager"`` with a ``UserWarning`` otherwise.
+        ``None``/``"auto"`` (and ``"c"``) use the compiled kernels when
+        ``sweep._C`` imports and fall back to ``"eager"`` with a
+        ``UserWarning`` otherwise.
     n_threads : int, optional
         OpenMP threads for ``impl="c"`` on the CPU (default: all).
     progress : bool

@@ -43,7 +43,7 @@ from ._vjp import vjp
 from .acoustic import acoustic
 from .models import ricker, smooth, surface_acquisition, synthetic_model
 
-__all__ = ["DemoConfig", "DemoResult", "main", "run_fwi"]
+__all__ = ["DemoConfig", "DemoResult", "main", "run_fwi", "save_figure"]
 
 V_MIN = 1400.0
 V_MAX = 5000.0
