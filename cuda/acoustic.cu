@@ -42,8 +42,23 @@ __device__ __forceinline__ void sweep_axes(void *const *src, sweep_int off, R **
   for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (R *)src[d] + off : (R *)0;
 }
 
+/* Index of model cell c in a compact snapshot, or -1 outside the model. */
+__device__ __forceinline__ sweep_int sweep_model_index(const sweep_acoustic_params &p,
+                                                       const sweep_int *c) {
+  for (int d = 0; d < 3; ++d)
+    if (c[d] < p.model_lo[d] || c[d] >= p.model_hi[d]) return -1;
+  const sweep_int m1 = p.model_hi[1] - p.model_lo[1], m2 = p.model_hi[2] - p.model_lo[2];
+  return ((c[0] - p.model_lo[0]) * m1 + (c[1] - p.model_lo[1])) * m2 + (c[2] - p.model_lo[2]);
+}
+
+__device__ __forceinline__ sweep_int sweep_model_cells(const sweep_acoustic_params &p) {
+  return (p.model_hi[0] - p.model_lo[0]) * (p.model_hi[1] - p.model_lo[1]) *
+         (p.model_hi[2] - p.model_lo[2]);
+}
+
+/* slot: compact snapshot slot of this step, or -1 (not stored). */
 extern "C" __global__ void acoustic_forward(const sweep_acoustic_params p,
-                                            const sweep_acoustic_fields f, sweep_int step) {
+                                            const sweep_acoustic_fields f, sweep_int slot) {
   sweep_int shot, c[3];
   if (!sweep_thread_point(p, &shot, c)) return;
   const sweep_int off = shot * p.shot_stride;
@@ -57,10 +72,28 @@ extern "C" __global__ void acoustic_forward(const sweep_acoustic_params p,
     pa[d] = (const R *)f.pml_a[d];
     pb[d] = (const R *)f.pml_b[d];
   }
-  R *store = f.store ? (R *)f.store + (step * p.n_shots + shot) * p.shot_stride : (R *)0;
-  FN(acoustic_fwd_point)(&p, (const R *)f.v2dt2, (const R *)f.u + off, (R *)f.u_prev + off,
-                         psi, psi_new, zeta, pa, pb, store, i, c[0], c[1], c[2],
-                         sweep_pml_mask(p, c) | (store ? SWEEP_STORE : 0));
+  const R w = FN(acoustic_fwd_point)(&p, (const R *)f.v2dt2, (const R *)f.u + off,
+                                     (R *)f.u_prev + off, psi, psi_new, zeta, pa, pb, i, c[0],
+                                     c[1], c[2], sweep_pml_mask(p, c));
+  if (f.store && slot >= 0) {
+    const sweep_int m = sweep_model_index(p, c);
+    if (m >= 0) ((R *)f.store)[(slot * p.n_shots + shot) * sweep_model_cells(p) + m] = w;
+  }
+}
+
+/* Boundary saving, forward: u^t and W^t of the band (before the step's swap). */
+extern "C" __global__ void acoustic_band_save(const sweep_acoustic_params p,
+                                              const sweep_acoustic_fields f, sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_band) return;
+  const sweep_int shot = item / p.n_band, j = item % p.n_band;
+  const sweep_int off = shot * p.shot_stride;
+  const sweep_int i = f.band_idx[j];
+  R *psi[3];
+  sweep_axes(f.psi, off, psi);
+  const sweep_int o = slot * p.n_shots * p.n_band + item;
+  ((R *)f.band_u)[o] = ((const R *)f.u)[off + i];
+  ((R *)f.band_w)[o] = FN(acoustic_w_model_point)(&p, (const R *)f.u + off, psi, i);
 }
 
 extern "C" __global__ void acoustic_forward_sources(const sweep_acoustic_params p,
@@ -100,8 +133,13 @@ extern "C" __global__ void acoustic_ghosts(const sweep_acoustic_params p, R *fie
   fs[g * p.stride[d]] = -fs[mirror * p.stride[d]];
 }
 
+/*
+ * Adjoint step.  slot >= 0: correlate with the compact snapshot of that slot
+ * (full storage).  f.recon_u set: also run the forward wavefield one step
+ * backwards on the plain cells, correlating there (boundary saving).
+ */
 extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
-                                            const sweep_acoustic_fields f, sweep_int step) {
+                                            const sweep_acoustic_fields f, sweep_int slot) {
   sweep_int shot, c[3];
   if (!sweep_thread_point(p, &shot, c)) return;
   const sweep_int off = shot * p.shot_stride;
@@ -116,12 +154,34 @@ extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
     pa[d] = (const R *)f.pml_a[d];
     pb[d] = (const R *)f.pml_b[d];
   }
-  const R *store =
-      f.store ? (const R *)f.store + (step * p.n_shots + shot) * p.shot_stride : (const R *)0;
-  R *grad = f.grad_v2dt2 && store ? (R *)f.grad_v2dt2 + off : (R *)0;
-  FN(acoustic_adj_point)(&p, (const R *)f.v2dt2, (const R *)f.u + off, (R *)f.u_prev + off, P,
-                         Pn, Z, Zn, pa, pb, store, grad, i, c[0], c[1], c[2],
-                         sweep_pml_mask(p, c) | (grad ? SWEEP_STORE : 0));
+  const R *lam = (const R *)f.u + off;
+  const int mask = sweep_pml_mask(p, c);
+  FN(acoustic_adj_point)(&p, (const R *)f.v2dt2, lam, (R *)f.u_prev + off, P, Pn, Z, Zn, pa, pb,
+                         i, c[0], c[1], c[2], mask);
+  if (!f.grad_v2dt2) return;
+  R *grad = (R *)f.grad_v2dt2 + off;
+  if (f.store && slot >= 0) {
+    const sweep_int m = sweep_model_index(p, c);
+    if (m >= 0)
+      grad[i] += lam[i] * ((const R *)f.store)[(slot * p.n_shots + shot) * sweep_model_cells(p) + m];
+  }
+  if (f.recon_u && !mask)
+    FN(acoustic_recon_point)(&p, (const R *)f.v2dt2, (const R *)f.recon_u + off,
+                             (R *)f.recon_u_next + off, lam, grad, i);
+}
+
+/* Boundary saving, adjoint: correlate the band's saved W^t and restore u^{t-1} there
+ * (after acoustic_adjoint_sources, which removes the sources from recon_u_next). */
+extern "C" __global__ void acoustic_band_restore(const sweep_acoustic_params p,
+                                                 const sweep_acoustic_fields f, sweep_int slot,
+                                                 int restore_u) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_band) return;
+  const sweep_int shot = item / p.n_band, j = item % p.n_band;
+  const sweep_int i = shot * p.shot_stride + f.band_idx[j];
+  const sweep_int o = slot * p.n_shots * p.n_band + item;
+  ((R *)f.grad_v2dt2)[i] += ((const R *)f.u)[i] * ((const R *)f.band_w)[o];
+  if (restore_u) ((R *)f.recon_u_next)[i] = ((const R *)f.band_u)[o];
 }
 
 extern "C" __global__ void acoustic_adjoint_sources(const sweep_acoustic_params p,
@@ -135,12 +195,21 @@ extern "C" __global__ void acoustic_adjoint_sources(const sweep_acoustic_params 
     const sweep_int j = f.src_idx[shot * p.n_src + k];
     const sweep_int a = (shot * p.n_src + k) * p.nt + t;
     if (f.grad_src) ((R *)f.grad_src)[a] = -v2dt2[j] * lam[off + j];
-    if (f.grad_v2dt2 && f.src_amp)
+    /* Sampled like the snapshots (the caller scales by store_every). */
+    if (f.grad_v2dt2 && f.src_amp && t % p.store_every == 0)
       ((R *)f.grad_v2dt2)[off + j] -= ((const R *)f.src_amp)[a] * lam[off + j];
   }
   if (f.rec) {
     for (sweep_int r = 0; r < p.n_rec; ++r)
       ((R *)f.u_prev)[off + f.rec_idx[shot * p.n_rec + r]] +=
           ((const R *)f.rec)[(shot * p.n_rec + r) * p.nt + t];
+  }
+  if (f.recon_u && f.grad_v2dt2 && f.src_amp) {
+    /* u^{t+1} held the source term of step t; the backward step removes it. */
+    for (sweep_int k = 0; k < p.n_src; ++k) {
+      const sweep_int j = f.src_idx[shot * p.n_src + k];
+      ((R *)f.recon_u_next)[off + j] -=
+          v2dt2[j] * ((const R *)f.src_amp)[(shot * p.n_src + k) * p.nt + t];
+    }
   }
 }

@@ -31,8 +31,15 @@
  *
  * Assumptions: every field is zero on the outer halo (the adjoint's free
  * surface ghosts are odd mirrors, written by the caller); psi and zeta are zero
- * outside the CPML.  The "store" output is W^n, the factor that multiplies
- * v^2 dt^2, so the model gradient is sum_n lambda^{n+1} W^n.
+ * outside the CPML.  The forward update returns W^n, the factor that
+ * multiplies v^2 dt^2, so the model gradient is sum_n lambda^{n+1} W^n; the
+ * drivers store it (full storage) or recompute it (boundary saving).
+ *
+ * Boundary saving runs the leapfrog backwards on the model cells farther than
+ * a halo from the CPML ("plain" cells, where W is the plain Laplacian):
+ *   u^{n-1} = v^2 dt^2 W^n + 2 u^n - u^{n+1}   (- v^2 dt^2 f at sources)
+ * with u^n and W^n of the remaining model cells (the band) saved in the
+ * forward pass.
  */
 
 #define SWEEP_H (SWEEP_ORDER / 2)
@@ -65,22 +72,18 @@
 /*
  * Forward update of point i (flat index in one shot's padded field) at
  * coordinates (c0, c1, c2).  Writes u^{n+1} over u_prev, psi_new, zeta (in
- * place) and, when bit SWEEP_STORE of flags is set, W^n into store.  Bit d
- * of flags selects the CPML terms along axis d; a clear bit uses the plain
- * stencil, which is exact wherever the point is farther than a halo from the
- * CPML along that axis.  flags is a compile-time constant in the CPU loops,
- * so each combination compiles to its own branch-free (vectorisable) body.
+ * place) and returns W^n.  Bit d of flags selects the CPML terms along axis
+ * d; a clear bit uses the plain stencil, which is exact wherever the point is
+ * farther than a halo from the CPML along that axis.  flags is a compile-time
+ * constant in the CPU loops, so each combination compiles to its own
+ * branch-free (vectorisable) body.
  */
-#ifndef SWEEP_STORE
-#define SWEEP_STORE 8
-#endif
-SWEEP_HD void SWEEP_FN(acoustic_fwd_point)(
+SWEEP_HD SWEEP_R SWEEP_FN(acoustic_fwd_point)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
     const SWEEP_R *SWEEP_RESTRICT u, SWEEP_R *SWEEP_RESTRICT u_prev,
     SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
     const SWEEP_R *const *pml_a, const SWEEP_R *const *pml_b,
-    SWEEP_R *SWEEP_RESTRICT store, sweep_int i, sweep_int cz, sweep_int cy, sweep_int cx,
-    const int flags) {
+    sweep_int i, sweep_int cz, sweep_int cy, sweep_int cx, const int flags) {
   SWEEP_COEFFS;
   const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R w = 0;
@@ -113,22 +116,76 @@ SWEEP_HD void SWEEP_FN(acoustic_fwd_point)(
 #undef ACC_U
   }
   u_prev[i] = v2dt2[i] * w + 2 * u[i] - u_prev[i];
-  if (flags & SWEEP_STORE) store[i] = w;
+  return w;
+}
+
+/*
+ * W^n of a model cell (CPML profiles zero there, so zeta^{n+1} = 0), without
+ * side effects: the CPML terms of every axis are included, which adds exact
+ * zeros where psi vanishes, so this equals what acoustic_fwd_point returns.
+ */
+SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_model_point)(const sweep_acoustic_params *p,
+                                                  const SWEEP_R *SWEEP_RESTRICT u,
+                                                  SWEEP_R *const *psi, sweep_int i) {
+  SWEEP_COEFFS;
+  SWEEP_R w = 0;
+  SWEEP_UNROLL
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
+    const sweep_int s = p->stride[d];
+    const SWEEP_R *ps = psi[d];
+    SWEEP_R d2u, d1psi;
+#define ACC_U(k) u[i + (k) * s]
+#define ACC_PSI(k) ps[i + (k) * s]
+    SWEEP_D2(d2u, ACC_U);
+    SWEEP_D1(d1psi, ACC_PSI);
+#undef ACC_U
+#undef ACC_PSI
+    d2u *= (SWEEP_R)p->rdx2[d];
+    const SWEEP_R t = d2u + d1psi * (SWEEP_R)p->rdx[d];
+    w += t;
+  }
+  return w;
+}
+
+/*
+ * One backward-in-time step of the forward wavefield at a plain cell, fused
+ * with the model-gradient correlation: u_next holds u^{n+1} and receives
+ * u^{n-1} (sources are removed by the caller); grad += lam^{n+1} W^n.
+ */
+SWEEP_HD void SWEEP_FN(acoustic_recon_point)(const sweep_acoustic_params *p,
+                                             const SWEEP_R *SWEEP_RESTRICT v2dt2,
+                                             const SWEEP_R *SWEEP_RESTRICT u,
+                                             SWEEP_R *SWEEP_RESTRICT u_next,
+                                             const SWEEP_R *SWEEP_RESTRICT lam,
+                                             SWEEP_R *SWEEP_RESTRICT grad, sweep_int i) {
+  SWEEP_COEFFS;
+  SWEEP_R w = 0;
+  SWEEP_UNROLL
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
+    const sweep_int s = p->stride[d];
+    SWEEP_R d2u;
+#define ACC_U(k) u[i + (k) * s]
+    SWEEP_D2(d2u, ACC_U);
+#undef ACC_U
+    d2u *= (SWEEP_R)p->rdx2[d];
+    w += d2u;
+  }
+  grad[i] += lam[i] * w;
+  u_next[i] = v2dt2[i] * w + 2 * u[i] - u_next[i];
 }
 
 /*
  * Adjoint update of point i: lam holds the adjoint of u^{n+1}, lam_prev that
  * of u^{n+2} on entry and receives the adjoint of u^n.  P/Z hold the adjoints
  * of psi^{n+1}/zeta^{n+1}; P_new/Z_new receive those of psi^n/zeta^n.
- * With bit SWEEP_STORE of flags, accumulates grad += lam * W^n (store = W^n).
- * The CPML bits of flags mean what they mean in the forward update.
+ * The CPML bits of flags mean what they mean in the forward update; the
+ * model-gradient correlation is the caller's (it depends on the strategy).
  */
 SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
     const SWEEP_R *SWEEP_RESTRICT lam, SWEEP_R *SWEEP_RESTRICT lam_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pml_a, const SWEEP_R *const *pml_b,
-    const SWEEP_R *SWEEP_RESTRICT store, SWEEP_R *SWEEP_RESTRICT grad,
     sweep_int i, sweep_int cz, sweep_int cy, sweep_int cx, const int flags) {
   SWEEP_COEFFS;
   const sweep_int c[3] = {cz, cy, cx};
@@ -168,7 +225,6 @@ SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
     }
   }
 #undef ACC_G
-  if (flags & SWEEP_STORE) grad[i] += lam[i] * store[i];
   lam_prev[i] = 2 * lam[i] - lam_prev[i] + acc;
 }
 

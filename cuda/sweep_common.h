@@ -53,6 +53,10 @@ typedef struct sweep_acoustic_params {
   sweep_int plain_hi[3];
   sweep_int free_lo[3];   /* 1 when the low face is a free surface */
   sweep_int free_hi[3];
+  sweep_int model_lo[3];  /* [model_lo, model_hi): the model cells (no CPML, no halo) */
+  sweep_int model_hi[3];
+  sweep_int store_every;  /* snapshot sampling interval k: steps t with t % k == 0 are stored */
+  sweep_int n_band;       /* cells per shot in band_idx (boundary saving), else 0 */
   double rdx[3];          /* 1 / grid spacing */
   double rdx2[3];         /* 1 / grid spacing^2 */
 } sweep_acoustic_params;
@@ -77,9 +81,18 @@ typedef struct sweep_acoustic_fields {
   const sweep_int *src_idx; /* (n_shots, n_src) flat indices into a shot's field */
   void *rec;              /* (n_shots, n_rec, nt): forward output / adjoint input */
   const sweep_int *rec_idx;
-  void *store;            /* (n_steps, n_shots, shot_stride) or NULL */
+  void *store;            /* W^t of the model cells of each stored step:
+                             (n_stored, n_shots, model cells), slot 0 = first stored step
+                             of the chunk; or NULL */
   void *grad_v2dt2;       /* (n_shots, shot_stride) or NULL */
   void *grad_src;         /* (n_shots, n_src, nt) or NULL */
+  /* Boundary saving: band = model cells within a halo of the CPML (the model
+   * cells the interior time reversal cannot recompute), flat indices per shot. */
+  const sweep_int *band_idx; /* (n_band,) */
+  void *band_u;           /* (n_steps, n_shots, n_band): u^t on the band */
+  void *band_w;           /* (n_steps, n_shots, n_band): W^t on the band */
+  void *recon_u_next;     /* adjoint pass only: u^{t+1} on entry, receives u^{t-1} */
+  void *recon_u;          /* adjoint pass only: u^t */
 } sweep_acoustic_fields;
 
 #endif /* SWEEP_COMMON_H */

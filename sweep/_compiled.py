@@ -1,15 +1,21 @@
-"""Driver for the compiled acoustic kernels (C/OpenMP on the host, CUDA via CuPy).
+"""Stepper for the compiled acoustic kernels (C/OpenMP on the host, CUDA via CuPy).
 
-It owns buffer allocation and the bookkeeping of swapped buffers; the time
-loop itself runs inside the kernels, in chunks between Python-level events
-(progress updates).  Host arrays go to ``sweep._C``; CuPy arrays go to
-``sweep._cuda_backend``.  Both take the same parameter record and pointer
-record (``sweep._params``), so this file is the one driver for both devices.
+It owns the wavefield buffers and the bookkeeping of swapped buffers; the time
+loop itself runs inside the kernels, a chunk of steps per call.  Host arrays
+go to ``sweep._C``, CuPy arrays to ``sweep._cuda_backend``; both take the same
+parameter and pointer records (``sweep._params``), so this file is the one
+driver for both devices.
+
+The memory strategies (``sweep._memory``) see only this small interface:
+:meth:`CompiledAcoustic.forward_steps` / :meth:`CompiledAcoustic.adjoint_steps`
+on a :class:`FwdState` / :class:`AdjState`, state copies for checkpoints, and
+three facts about the equation: the snapshot a gradient step needs (``W`` of
+the model cells, :attr:`snapshot_shape`), the band of cells boundary saving
+keeps (:attr:`band_shape`), and the bytes of one full state.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,22 +39,55 @@ class _Fields:
         self.rec = np.zeros((), dtype=ACOUSTIC_FIELDS)
         self._keep: list[Any] = []
 
-    def set(self, name: str, value: Any, axis: int | None = None) -> None:
+    def set(self, name: str, value: Any, axis: int | None = None, offset: int = 0) -> None:
         self._keep.append(value)
+        address = _ptr(value) + offset if value is not None else 0
         if axis is None:
-            self.rec[name] = _ptr(value)
+            self.rec[name] = address
         else:
-            self.rec[name][axis] = _ptr(value)
+            self.rec[name][axis] = address
 
 
-@dataclass
-class Tape:
-    """What the adjoint pass needs from the forward pass: arrays plus the geometry."""
+class FwdState:
+    """Forward wavefields at one time: u^{t-1}, u^t and the CPML memory variables."""
 
-    geom: Geometry
-    v2dt2: Any
-    amp: Any
-    store: Any  # (nt, n_shots, *padded) W^n, or None
+    def __init__(self, engine: CompiledAcoustic) -> None:
+        self.u_prev = engine.field()
+        self.u = engine.field()
+        # psi ping-pongs between two buffers; [0] is current.
+        self.psi = {ax: [engine.field(), engine.field()] for ax in engine.axes}
+        self.zeta = {ax: engine.field() for ax in engine.axes}
+
+    def arrays(self) -> list[Any]:
+        """Return the arrays that make up the state (what a checkpoint copies)."""
+        return [self.u_prev, self.u, *(p[0] for p in self.psi.values()), *self.zeta.values()]
+
+    def save(self) -> list[Any]:
+        """Return a checkpoint: copies of the state's arrays."""
+        return [a.copy() for a in self.arrays()]
+
+    def load(self, saved: list[Any]) -> None:
+        """Overwrite the state with a checkpoint (or another state's arrays)."""
+        for dst, src in zip(self.arrays(), saved, strict=True):
+            dst[...] = src
+
+
+class AdjState:
+    """Adjoint wavefields and gradient accumulators.
+
+    With boundary saving it also holds the forward wavefield being run backwards.
+    """
+
+    def __init__(self, engine: CompiledAcoustic, *, model: bool, source: bool) -> None:
+        g = engine.geom
+        self.lam_prev = engine.field()
+        self.lam = engine.field()
+        self.P = {ax: [engine.field(), engine.field()] for ax in engine.axes}
+        self.Z = {ax: [engine.field(), engine.field()] for ax in engine.axes}
+        self.grad_v2dt2 = engine.field() if model else None
+        self.grad_src = engine.zeros(g.n_shots, g.n_src, g.nt) if source and g.n_src else None
+        self.recon_next: Any = None  # u^{t+1}, then u^{t-1}
+        self.recon: Any = None  # u^t
 
 
 class CompiledAcoustic:
@@ -63,6 +102,7 @@ class CompiledAcoustic:
         small = geom.n_shots * geom.shot_stride < 65536
         self.n_threads = int(n_threads or (1 if small else 0))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
+        self._band_idx: Any = None
         if xp is np:
             from . import _C
 
@@ -72,12 +112,40 @@ class CompiledAcoustic:
 
             self._run = _cuda_backend.acoustic_run
 
-    def _zeros(self, *shape: int) -> Any:
+    # -- facts the memory strategies use --------------------------------------
+    @property
+    def snapshot_shape(self) -> tuple[int, ...]:
+        """Shape of one step's gradient snapshot: W of the model cells, every shot."""
+        return (self.geom.n_shots, *self.geom.model_shape)
+
+    @property
+    def band_shape(self) -> tuple[int, ...]:
+        """Shape of one step's boundary save (u or W of the band, every shot)."""
+        return (self.geom.n_shots, len(self.geom.band_idx))
+
+    @property
+    def field_bytes(self) -> int:
+        """Bytes of one padded wavefield for every shot."""
+        return self.geom.n_shots * self.geom.shot_stride * self.dtype.itemsize
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of one forward state (what a checkpoint holds)."""
+        return (2 + 2 * self.geom.ndim) * self.field_bytes
+
+    # -- buffers ---------------------------------------------------------------
+    def zeros(self, *shape: int) -> Any:
         return self.xp.zeros(shape, dtype=self.dtype)
 
-    def _field(self) -> Any:
+    def field(self) -> Any:
         g = self.geom
-        return self._zeros(g.n_shots, *g.padded_shape)
+        return self.zeros(g.n_shots, *g.padded_shape)
+
+    def new_state(self) -> FwdState:
+        return FwdState(self)
+
+    def new_adjoint(self, *, model: bool, source: bool) -> AdjState:
+        return AdjState(self, model=model, source=source)
 
     def _common(self, f: _Fields, v2dt2: Any, amp: Any) -> None:
         g, xp = self.geom, self.xp
@@ -86,128 +154,126 @@ class CompiledAcoustic:
             a, b = g.pml_profiles[d]
             f.set("pml_a", xp.asarray(a, dtype=self.dtype), axis)
             f.set("pml_b", xp.asarray(b, dtype=self.dtype), axis)
-        if g.n_src:
+        if g.n_src and amp is not None:
             f.set("src_amp", amp)
             f.set("src_idx", xp.asarray(g.src_idx))
         if g.n_rec:
             f.set("rec_idx", xp.asarray(g.rec_idx))
 
-    def _chunks(self, n: int, progress: bool, desc: str) -> list[int]:
-        n_chunks = min(n, 100) if progress else 1
-        sizes = [n // n_chunks + (1 if i < n % n_chunks else 0) for i in range(n_chunks)]
-        return [s for s in sizes if s]
+    def _band(self, f: _Fields) -> None:
+        if self._band_idx is None:
+            self._band_idx = self.xp.asarray(self.geom.band_idx)
+        f.set("band_idx", self._band_idx)
 
-    def forward(
-        self, v2dt2: Any, amp: Any, *, store: bool, progress: bool = False
-    ) -> tuple[Any, dict[str, Any], Tape | None]:
-        """Run all steps; returns receivers, final state and (if ``store``) the tape."""
-        g, xp = self.geom, self.xp
-        f = _Fields()
-        self._common(f, v2dt2, amp)
-        u_prev, u = self._field(), self._field()
-        psi = {ax: [self._field(), self._field()] for ax in self.axes}
-        zeta = {ax: self._field() for ax in self.axes}
-        rec = self._zeros(g.n_shots, g.n_rec, g.nt) if g.n_rec else None
-        f.set("rec", rec)
-        for ax in self.axes:
-            f.set("zeta", zeta[ax], ax)
-        w_store = xp.empty((g.nt, g.n_shots, *g.padded_shape), dtype=self.dtype) if store else None
-        bar = _progress(progress, g.nt, "sweep forward")
-        t = 0
-        for n in self._chunks(g.nt, progress, "forward"):
-            f.set("u_prev", u_prev)
-            f.set("u", u)
-            for ax in self.axes:
-                f.set("psi", psi[ax][0], ax)
-                f.set("psi_new", psi[ax][1], ax)
-            f.set("store", None if w_store is None else w_store[t : t + n])
-            self._run(
-                g.ndim,
-                g.order,
-                self.dtype == np.float64,
-                False,
-                g.params(),
-                f.rec,
-                t,
-                n,
-                self.n_threads,
-            )
-            if n % 2:
-                u_prev, u = u, u_prev
-                for ax in self.axes:
-                    psi[ax].reverse()
-            t += n
-            bar.update(n)
-        bar.close()
-        if rec is None:
-            rec = self._zeros(g.n_shots, 0, g.nt)
-        state = {
-            "u_prev": u_prev,
-            "u": u,
-            "psi": [psi[ax][0] for ax in self.axes],
-            "zeta": [zeta[ax] for ax in self.axes],
-        }
-        tape = Tape(g, v2dt2, amp, w_store) if store else None
-        return rec, state, tape
+    def _params(self, store_every: int, band: bool) -> np.ndarray:
+        p = self.geom.params()
+        p["store_every"] = store_every
+        p["n_band"] = len(self.geom.band_idx) if band else 0
+        return p
 
-    def backward(
-        self, tape: Tape, grad_rec: Any, *, model: bool, source: bool, progress: bool = False
-    ) -> tuple[Any, Any]:
-        """Run the adjoint pass.
+    # -- stepping ----------------------------------------------------------------
+    def forward_steps(
+        self,
+        state: FwdState,
+        v2dt2: Any,
+        amp: Any,
+        t0: int,
+        n: int,
+        *,
+        receivers: Any = None,
+        store: Any = None,
+        store_every: int = 1,
+        band_u: Any = None,
+        band_w: Any = None,
+    ) -> None:
+        """Advance ``state`` by steps ``t0 .. t0+n-1``.
 
-        Returns the gradient with respect to the padded ``v^2 dt^2`` (summed
-        over shots) and with respect to the source amplitudes, each None when
-        not requested.
+        ``receivers`` (n_shots, n_rec, nt) receives samples t0..t0+n-1.
+        ``store`` receives W of the model cells of every step ``t`` with
+        ``t % store_every == 0``, slot 0 being the first such step.
+        ``band_u``/``band_w`` (n, n_shots, n_band) receive the band of u^t and W^t.
         """
+        if n <= 0:
+            return
         g = self.geom
         f = _Fields()
-        self._common(f, tape.v2dt2, tape.amp)
-        lam_prev, lam = self._field(), self._field()
-        P = {ax: [self._field(), self._field()] for ax in self.axes}
-        Z = {ax: [self._field(), self._field()] for ax in self.axes}
-        if g.n_rec:
-            f.set("rec", self.xp.ascontiguousarray(grad_rec, dtype=self.dtype))
-        grad_v = self._field() if model else None
-        grad_src = self._zeros(g.n_shots, g.n_src, g.nt) if source and g.n_src else None
-        f.set("grad_v2dt2", grad_v)
-        f.set("grad_src", grad_src)
-        if model and tape.store is None:
-            raise RuntimeError("the forward pass stored no wavefield; model gradient unavailable")
-        bar = _progress(progress, g.nt, "sweep adjoint")
-        t_end = g.nt
-        for n in self._chunks(g.nt, progress, "adjoint"):
-            f.set("u_prev", lam_prev)
-            f.set("u", lam)
+        self._common(f, v2dt2, amp)
+        f.set("rec", receivers if g.n_rec else None)
+        f.set("u_prev", state.u_prev)
+        f.set("u", state.u)
+        for ax in self.axes:
+            f.set("psi", state.psi[ax][0], ax)
+            f.set("psi_new", state.psi[ax][1], ax)
+            f.set("zeta", state.zeta[ax], ax)
+        f.set("store", store)
+        if band_u is not None:
+            self._band(f)
+            f.set("band_u", band_u)
+            f.set("band_w", band_w)
+        params = self._params(store_every, band_u is not None)
+        self._run(g.ndim, g.order, self.dtype == np.float64, False, params, f.rec, t0, n,
+                  self.n_threads)  # fmt: skip
+        if n % 2:
+            state.u_prev, state.u = state.u, state.u_prev
             for ax in self.axes:
-                f.set("psi", P[ax][0], ax)
-                f.set("psi_new", P[ax][1], ax)
-                f.set("zeta", Z[ax][0], ax)
-                f.set("zeta_new", Z[ax][1], ax)
-            f.set("store", tape.store[t_end - n : t_end] if model else None)
-            self._run(
-                g.ndim,
-                g.order,
-                self.dtype == np.float64,
-                True,
-                g.params(),
-                f.rec,
-                t_end,
-                n,
-                self.n_threads,
-            )
-            if n % 2:
-                lam_prev, lam = lam, lam_prev
-                for ax in self.axes:
-                    P[ax].reverse()
-                    Z[ax].reverse()
-            t_end -= n
-            bar.update(n)
-        bar.close()
-        if grad_v is not None:
-            grad_v = grad_v.sum(axis=0)
-        if source and grad_src is None:
-            grad_src = self._zeros(g.n_shots, g.n_src, g.nt)
-        return grad_v, grad_src
+                state.psi[ax].reverse()
+
+    def adjoint_steps(
+        self,
+        adj: AdjState,
+        v2dt2: Any,
+        amp: Any,
+        grad_rec: Any,
+        t_end: int,
+        n: int,
+        *,
+        store: Any = None,
+        store_every: int = 1,
+        band_w: Any = None,
+        band_u_offset: tuple[Any, int] | None = None,
+    ) -> None:
+        """Run adjoint steps ``t_end-1`` down to ``t_end-n``.
+
+        ``store``: snapshots of this range as :meth:`forward_steps` wrote them.
+        Boundary saving (``adj.recon`` set): ``band_w`` holds slots t_end-n ..
+        t_end-1; ``band_u_offset = (array, offset_bytes)`` points at the slot
+        of step t_end-n-1 (the offset may reach one slot before the array).
+        """
+        if n <= 0:
+            return
+        g = self.geom
+        f = _Fields()
+        self._common(f, v2dt2, amp)
+        if g.n_rec:
+            f.set("rec", grad_rec)
+        f.set("u_prev", adj.lam_prev)
+        f.set("u", adj.lam)
+        for ax in self.axes:
+            f.set("psi", adj.P[ax][0], ax)
+            f.set("psi_new", adj.P[ax][1], ax)
+            f.set("zeta", adj.Z[ax][0], ax)
+            f.set("zeta_new", adj.Z[ax][1], ax)
+        f.set("grad_v2dt2", adj.grad_v2dt2)
+        f.set("grad_src", adj.grad_src)
+        f.set("store", store)
+        recon = adj.recon is not None
+        if recon:
+            f.set("recon_u_next", adj.recon_next)
+            f.set("recon_u", adj.recon)
+            self._band(f)
+            f.set("band_w", band_w)
+            arr, offset = band_u_offset if band_u_offset is not None else (None, 0)
+            f.set("band_u", arr, offset=offset)
+        params = self._params(store_every, recon)
+        self._run(g.ndim, g.order, self.dtype == np.float64, True, params, f.rec, t_end, n,
+                  self.n_threads)  # fmt: skip
+        if n % 2:
+            adj.lam_prev, adj.lam = adj.lam, adj.lam_prev
+            for ax in self.axes:
+                adj.P[ax].reverse()
+                adj.Z[ax].reverse()
+            if recon:
+                adj.recon_next, adj.recon = adj.recon, adj.recon_next
 
 
 class _NoBar:
@@ -218,7 +284,8 @@ class _NoBar:
         pass
 
 
-def _progress(enabled: bool, total: int, desc: str) -> Any:
+def progress_bar(enabled: bool, total: int, desc: str) -> Any:
+    """Return a tqdm bar, or a do-nothing stand-in when ``enabled`` is false."""
     if not enabled:
         return _NoBar()
     from tqdm.auto import tqdm

@@ -96,18 +96,37 @@ def acoustic_run(
     ghosts = mod.get_function("acoustic_ghosts")
     steps = range(t - 1, t - n_steps - 1, -1) if adjoint else range(t, t + n_steps)
     t_first = t - n_steps if adjoint else t
+    k = max(int(p["store_every"]), 1)
+    n_band = int(p["n_band"]) if int(f["band_idx"]) else 0
+    recon = adjoint and bool(int(f["recon_u"])) and bool(int(f["grad_v2dt2"]))
+    band = mod.get_function("acoustic_band_restore" if adjoint else "acoustic_band_save")
+    band_grid = ((n_shots * n_band + 255) // 256,)
     for step in steps:
-        main(grid, _BLOCK, (p[()], f[()], np.int64(step - t_first)))
+        # Same slot rule as the CPU driver (store_slot in acoustic_cpu_impl.h).
+        slot = step // k - (t_first + k - 1) // k if step % k == 0 else -1
+        if not adjoint and n_band:
+            band(band_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
+        main(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
         sources(shot_grid, (128,), (p[()], f[()], np.int64(step)))
+        if recon and n_band:
+            band(
+                band_grid,
+                (256,),
+                (p[()], f[()], np.int64(step - t_first), np.int32(step > 0)),
+            )
         for d, side in faces:
             n1 = int(shape[1 if d == 0 else 0]) * int(shape[2 if d != 2 else 1])
             total = n_shots * h * n1
-            ghosts(
-                ((total + 255) // 256,),
-                (256,),
-                (p[()], np.uint64(f["u_prev"]), np.int32(d), np.int32(side)),
-            )
+            targets = ["u_prev", "recon_u_next"] if recon else ["u_prev"]
+            for name in targets:
+                ghosts(
+                    ((total + 255) // 256,),
+                    (256,),
+                    (p[()], np.uint64(f[name]), np.int32(d), np.int32(side)),
+                )
         _swap(f, "u_prev", "u")
         _swap(f, "psi", "psi_new", axes)
         if adjoint:
             _swap(f, "zeta", "zeta_new", axes)
+            if recon:
+                _swap(f, "recon_u_next", "recon_u")

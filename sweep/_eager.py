@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _fd
 from ._grid import Geometry
-from ._xp import array_namespace, device_of, scatter_add
+from ._xp import array_namespace, device_of, scatter_add, stop_gradient
 
 
 @dataclass
@@ -55,6 +55,9 @@ class EagerAcoustic:
             live = live * g.axis_live(d).reshape(shape)
         self.active = self._asarray(active[None])
         self.live = self._asarray(live[None])
+        in_model = np.zeros(g.padded_shape)
+        in_model[g.model_slices()] = 1.0
+        self.in_model = self._asarray(in_model)
         self.pml = []
         for d in range(nd):
             shape = [1] * (nd + 1)
@@ -79,11 +82,19 @@ class EagerAcoustic:
 
     # -- model ---------------------------------------------------------------
     def v2dt2(self, v: Any) -> Any:
-        """(v dt)^2 on the padded grid, zero outside the updated cells."""
+        """(v dt)^2 on the padded grid, zero outside the updated cells.
+
+        The CPML's copy of the edge velocities is a constant of the gradient
+        (the definition every memory strategy of the compiled path shares).
+        """
         xp = self.xp
-        v_pad = v
-        for d, m in enumerate(self.maps):
-            v_pad = xp.take(v_pad, m, axis=d)
+
+        def pad(x: Any) -> Any:
+            for d, m in enumerate(self.maps):
+                x = xp.take(x, m, axis=d)
+            return x
+
+        v_pad = pad(v) * self.in_model + pad(stop_gradient(v)) * (1 - self.in_model)
         return (v_pad * self.geom.dt) ** 2 * self.live[0]
 
     # -- stencils ------------------------------------------------------------

@@ -9,10 +9,13 @@ near the edge read zeros), or, behind a free surface, the odd mirror image of
 the wavefield.  A free-surface face has no CPML; the surface is the first
 (or last) model row along that axis, where the wavefield is held at zero.
 
-The model is extended into the CPML by repeating its edge values, so the
-gradient with respect to a CPML cell is folded back onto the edge cell it
-copies (:meth:`Geometry.fold`): the CPML is part of the discrete forward
-operator and the gradient is exact for it.
+The model is extended into the CPML by repeating its edge values.  That
+extension is a constant of the gradient, like the CPML profiles: the model
+gradient is the derivative with respect to the velocity of the model cells,
+with the absorbing layer's velocity held fixed.  Every memory strategy
+(full storage, checkpointing, boundary saving) and the eager path use this
+one definition, so their gradients can be compared exactly; the wavefield in
+the CPML is not time-reversible, so boundary saving could not give more.
 """
 
 from __future__ import annotations
@@ -193,7 +196,35 @@ class Geometry:
             p["rdx2"][off + d] = 1.0 / self.spacing[d] ** 2
         p["shape"] = shape
         p["stride"] = [shape[1] * shape[2], shape[2], 1]
+        p["model_lo"] = [0, 0, 0]
+        p["model_hi"] = [1, 1, 1]
+        for d in range(self.ndim):
+            p["model_lo"][off + d] = self.lo(d)
+            p["model_hi"][off + d] = self.lo(d) + self.model_shape[d]
+        p["store_every"] = 1
+        p["n_band"] = 0
         return p
+
+    @property
+    def model_cells(self) -> int:
+        """Cells of one shot's model (the compact snapshot size)."""
+        return math.prod(self.model_shape)
+
+    def model_slices(self) -> tuple[slice, ...]:
+        """Slices of the model cells in a padded field (without the shot axis)."""
+        return tuple(slice(self.lo(d), self.lo(d) + n) for d, n in enumerate(self.model_shape))
+
+    @cached_property
+    def band_idx(self) -> np.ndarray:
+        """Flat padded indices of the band: model cells within a halo of the CPML.
+
+        Boundary saving keeps u and W of these cells; the rest of the model
+        (the plain cells) is recomputed backwards in time.
+        """
+        band = np.zeros(self.padded_shape, dtype=bool)
+        band[self.model_slices()] = True
+        band[tuple(slice(*self.plain_range(d)) for d in range(self.ndim))] = False
+        return np.flatnonzero(band).astype(np.int64)
 
     def pad_v2dt2(self, v: np.ndarray) -> np.ndarray:
         """(v dt)^2 on the padded grid for the compiled kernels (host or CuPy array).
@@ -223,26 +254,6 @@ class Geometry:
         return v[
             tuple(xp.asarray(i) for i in np.ix_(*[self.axis_map(d) for d in range(self.ndim)]))
         ]
-
-    def fold(self, g_pad: np.ndarray) -> np.ndarray:
-        """Adjoint of the edge-repeat padding: sum padded-grid values onto the model."""
-        out = g_pad
-        for d in range(self.ndim):
-            xp = _array_module(out)
-            m = self.axis_map(d)
-            live = self.axis_active(d)
-            n = self.model_shape[d]
-            moved = xp.moveaxis(out, d, 0)
-            acc = xp.zeros((n, *moved.shape[1:]), dtype=moved.dtype)
-            sel = np.nonzero(live)[0]
-            if xp is np:
-                np.add.at(acc, m[sel], moved[sel])
-            else:  # CuPy
-                import cupyx
-
-                cupyx.scatter_add(acc, xp.asarray(m[sel]), moved[xp.asarray(sel)])
-            out = xp.moveaxis(acc, 0, d)
-        return out
 
 
 def _array_module(x: object) -> object:

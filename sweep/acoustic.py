@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _memory
 from . import _validate as val
 from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
@@ -46,6 +47,10 @@ class AcousticResult:
         The wavefield at time ``(nt - 1) * dt``.
     impl : str
         The implementation that ran, ``"c"`` or ``"eager"``.
+    memory_plan : MemoryPlan or None
+        What a gradient run (``sweep.vjp``, the adapters) kept for its adjoint
+        pass: strategy, storage, bytes, and why it was chosen; None for
+        forward-only and eager runs.
     state : dict
         Final padded fields (``u``, ``u_prev``, CPML ``psi``/``zeta`` per axis)
         for inspection.
@@ -57,6 +62,7 @@ class AcousticResult:
     impl: str
     state: dict[str, Any] = field(repr=False)
     geometry: Geometry = field(repr=False)
+    memory_plan: _memory.MemoryPlan | None = None
 
 
 @dataclass
@@ -67,6 +73,7 @@ class _Call:
     amp: Any
     n_threads: int
     progress: bool
+    memory: _memory.MemorySettings
 
 
 def _prepare(
@@ -85,6 +92,12 @@ def _prepare(
     impl: str | None,
     n_threads: int | None,
     progress: bool,
+    memory: Any = None,
+    storage_mode: str = "auto",
+    storage_compression: bool | str = False,
+    model_gradient_sampling_interval: int = 1,
+    storage_bytes_limit_device: int | None = None,
+    storage_bytes_limit_host: int | None = None,
 ) -> _Call:
     """Validate every argument (before any compute) and build the geometry."""
     val.check_model("v", v)
@@ -94,6 +107,14 @@ def _prepare(
     spacing = val.check_spacing(grid_spacing, ndim)
     dt = val.check_dt(dt)
     order = val.check_accuracy(accuracy)
+    mem = _memory.check_settings(
+        memory,
+        storage_mode,
+        storage_compression,
+        model_gradient_sampling_interval,
+        storage_bytes_limit_device,
+        storage_bytes_limit_host,
+    )
     impl = resolve_impl(impl, stacklevel=4)
     widths, free = val.check_pml(pml_width, free_surface, model_shape)
     for d, n in enumerate(model_shape):
@@ -176,7 +197,17 @@ def _prepare(
         src_loc=src_loc,
         rec_loc=rec_loc,
     )
-    return _Call(geom, impl, v, source_amplitudes, int(n_threads or 0), bool(progress))
+    if impl == "eager" and not _memory.is_default(mem):
+        import warnings
+
+        warnings.warn(
+            "the memory options (memory=, storage_mode=, storage_compression=, "
+            "model_gradient_sampling_interval=) apply to impl='c'; the eager path is "
+            "differentiated by the array library (checkpoint it with PropTorch(use_ckpt=True))",
+            UserWarning,
+            stacklevel=4,
+        )
+    return _Call(geom, impl, v, source_amplitudes, int(n_threads or 0), bool(progress), mem)
 
 
 def _model_view(geom: Geometry, padded: Any) -> Any:
@@ -198,31 +229,31 @@ def _result(call: _Call, receivers: Any, state: dict[str, Any]) -> AcousticResul
     )
 
 
-def _run(call: _Call, *, store: bool) -> tuple[AcousticResult, Any]:
+def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     geom = call.geom
     if call.impl == "eager":
         receivers, state = EagerAcoustic.build(geom, call.v).run(call.v, call.amp, call.progress)
-        tape = None
-    else:
-        v_k = to_kernel_array(call.v)
-        amp_k = None if call.amp is None else to_kernel_array(call.amp)
-        xp = np if is_numpy_array(v_k) else __import__("cupy")
-        engine = CompiledAcoustic(geom, xp, v_k.dtype, call.n_threads)
-        v2dt2 = geom.pad_v2dt2(v_k)
-        receivers, state, tape = engine.forward(v2dt2, amp_k, store=store, progress=call.progress)
-        tape = (engine, tape, v_k)
+        return _result(call, receivers, state), None
+    v_k = to_kernel_array(call.v)
+    amp_k = None if call.amp is None else to_kernel_array(call.amp)
+    xp = np if is_numpy_array(v_k) else __import__("cupy")
+    engine = CompiledAcoustic(geom, xp, v_k.dtype, call.n_threads)
+    v2dt2 = geom.pad_v2dt2(v_k)
+    plan = _memory.plan(engine, call.memory) if gradient else None
+    receivers, final, tape = _memory.forward(engine, v2dt2, amp_k, plan, call.progress)
 
-        def back(x: Any) -> Any:
-            return from_kernel_array(x, call.v)
+    def back(x: Any) -> Any:
+        return from_kernel_array(x, call.v)
 
-        receivers = back(receivers)
-        state = {
-            "u_prev": back(state["u_prev"]),
-            "u": back(state["u"]),
-            "psi": [back(p) for p in state["psi"]],
-            "zeta": [back(z) for z in state["zeta"]],
-        }
-    return _result(call, receivers, state), tape
+    state = {
+        "u_prev": back(final.u_prev),
+        "u": back(final.u),
+        "psi": [back(final.psi[ax][0]) for ax in engine.axes],
+        "zeta": [back(final.zeta[ax]) for ax in engine.axes],
+    }
+    result = _result(call, back(receivers), state)
+    result.memory_plan = plan
+    return result, (engine, tape, v_k)
 
 
 def acoustic(
@@ -242,6 +273,12 @@ def acoustic(
     impl: str | None = None,
     n_threads: int | None = None,
     progress: bool = False,
+    memory: Any = None,
+    storage_mode: str = "auto",
+    storage_compression: bool | str = False,
+    model_gradient_sampling_interval: int = 1,
+    storage_bytes_limit_device: int | None = None,
+    storage_bytes_limit_host: int | None = None,
 ) -> AcousticResult:
     """Propagate waves through a constant-density acoustic model.
 
@@ -293,6 +330,27 @@ def acoustic(
         OpenMP threads for ``impl="c"`` on the CPU (default: all).
     progress : bool
         Show a tqdm progress bar.
+    memory : MemoryOptions, optional
+        How a gradient run (``sweep.vjp(sweep.acoustic, ...)``, the adapters)
+        keeps the forward wavefield for the adjoint pass:
+        ``MemoryOptions(strategy="boundary", boundary=BoundaryOptions(...))``
+        (boundary saving), ``MemoryOptions(strategy="ckpt", ckpt=CkptOptions(...))``
+        (chunked or binomial checkpointing), ``MemoryOptions()`` (full storage)
+        or ``MemoryOptions(strategy="auto")``.  Default (None with the storage
+        keywords at their defaults): the fastest strategy that fits the byte
+        budgets.  Forward-only calls ignore it.  See docs/memory.md.
+    storage_mode : {"auto", "device", "cpu", "disk", "none"}
+        Full storage: keep snapshots in device memory, host memory or a
+        temporary file (``SWEEP_TMPDIR`` chooses the folder); ``"none"``: no
+        model gradient; ``"auto"``: the fastest that fits the budgets.
+    storage_compression : {False, "none", "bf16"}
+        Store full-storage snapshots as bfloat16 (computation stays in the
+        model's dtype).
+    model_gradient_sampling_interval : int
+        Correlate every k-th step only (gradient scaled by k); full storage
+        and checkpointing.
+    storage_bytes_limit_device, storage_bytes_limit_host : int, optional
+        Byte budgets for ``"auto"`` choices; default 80 % of what is free.
 
     Returns
     -------
@@ -315,8 +373,14 @@ def acoustic(
         impl,
         n_threads,
         progress,
+        memory,
+        storage_mode,
+        storage_compression,
+        model_gradient_sampling_interval,
+        storage_bytes_limit_device,
+        storage_bytes_limit_host,
     )
-    result, _ = _run(call, store=False)
+    result, _ = _run(call, gradient=False)
     return result
 
 
@@ -331,28 +395,42 @@ def _acoustic_vjp(
     amp = args.arguments["source_amplitudes"]
     if call.impl == "eager":
         return _eager_vjp(call)
-    result, (engine, tape, v_k) = _run(call, store=True)
+    result, (engine, tape, v_k) = _run(call, gradient=True)
     geom = call.geom
 
     def pullback(d_receivers: Any) -> dict[str, Any]:
         _check_cotangent(d_receivers, result.receivers)
-        d_k = to_kernel_array(d_receivers)
-        g_v2dt2, g_src = engine.backward(
-            tape, d_k, model=True, source=amp is not None, progress=call.progress
+        d_k = engine.xp.ascontiguousarray(to_kernel_array(d_receivers), dtype=engine.dtype)
+        g_v2dt2, g_src = _memory.backward(
+            engine, tape, d_k, model=True, source=amp is not None, progress=call.progress
         )
-        xp = engine.xp
-        live = np.ones(geom.padded_shape, dtype=bool)
-        for d in range(geom.ndim):
-            shape = [1] * geom.ndim
-            shape[d] = -1
-            live = live & geom.axis_live(d).reshape(shape)
-        g_pad = g_v2dt2 * (2.0 * geom.dt**2) * geom.pad(v_k) * xp.asarray(live, dtype=v_k.dtype)
-        grads = {"v": from_kernel_array(geom.fold(g_pad), v)}
+        grads = {}
+        if g_v2dt2 is not None:
+            grads["v"] = from_kernel_array(model_gradient(geom, g_v2dt2, v_k), v)
         if amp is not None:
             grads["source_amplitudes"] = from_kernel_array(g_src, v)
         return grads
 
+    pullback.release = tape.close  # type: ignore[attr-defined]
     return result, pullback
+
+
+def model_gradient(geom: Geometry, g_v2dt2: Any, v: Any) -> Any:
+    """Velocity gradient on the model cells from the gradient w.r.t. padded v^2 dt^2.
+
+    The CPML's velocity (the model's edge values, repeated) is a constant of
+    the gradient, so only model cells contribute; the free-surface rows, where
+    the wavefield is held at zero, get zero.
+    """
+    xp = array_namespace(g_v2dt2)
+    live = np.ones(geom.model_shape, dtype=bool)
+    for d in range(geom.ndim):
+        shape = [1] * geom.ndim
+        shape[d] = -1
+        axis = geom.axis_live(d)[geom.lo(d) : geom.lo(d) + geom.model_shape[d]]
+        live = live & axis.reshape(shape)
+    g = g_v2dt2[geom.model_slices()]
+    return g * (2.0 * geom.dt**2) * v * xp.asarray(live, dtype=v.dtype)
 
 
 def _check_cotangent(d: Any, receivers: Any) -> None:
@@ -379,7 +457,7 @@ def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, A
             inputs.append(amp.detach().requires_grad_(True))
         with torch.enable_grad():
             call.v, call.amp = inputs[0], (inputs[1] if amp is not None else None)
-            result, _ = _run(call, store=False)
+            result, _ = _run(call, gradient=False)
         graph_out = result.receivers
 
         def pullback(d_receivers: Any) -> dict[str, Any]:

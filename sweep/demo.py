@@ -146,9 +146,9 @@ def _gradient_weight(config: DemoConfig) -> np.ndarray:
 
     Waves lose amplitude with depth, and the gradient is largest next to the
     sources and receivers at the top; the linear ramp (a crude diagonal
-    preconditioner) evens that out.  The outermost bottom and side cells also
-    stand for the CPML behind them (their gradient includes the folded CPML
-    gradient), so they are kept fixed.
+    preconditioner) evens that out.  The outermost bottom and side cells are
+    copied into the CPML, whose velocity the gradient holds fixed, so they are
+    kept fixed too and the model stays continuous with its absorbing layer.
     """
     nz, nx = config.shape
     z = np.arange(nz, dtype=np.float64)[:, None]

@@ -42,12 +42,14 @@ def max_threads():
 
 def struct_layout():
     """Return ``{struct: (sizeof, {field: offset})}`` as the C compiler sees them."""
-    cdef long long buf[64]
-    cdef int n = sweep_layout_probe(buf, 64)
+    cdef long long buf[96]
+    cdef int n = sweep_layout_probe(buf, 96)
     names_p = ["n_shots", "n_src", "n_rec", "nt", "halo", "shot_stride", "shape", "stride",
-               "plain_lo", "plain_hi", "free_lo", "free_hi", "rdx", "rdx2"]
+               "plain_lo", "plain_hi", "free_lo", "free_hi", "model_lo", "model_hi", "store_every",
+               "n_band", "rdx", "rdx2"]
     names_f = ["v2dt2", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "pml_a", "pml_b",
-               "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src"]
+               "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src",
+               "band_idx", "band_u", "band_w", "recon_u_next", "recon_u"]
     values = [buf[i] for i in range(n)]
     k = 0
     out = {}

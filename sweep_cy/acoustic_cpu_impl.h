@@ -20,41 +20,60 @@ static inline void SWEEP_FN(shot_axes)(void *const *src, sweep_int off, SWEEP_R 
   for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (SWEEP_R *)src[d] + off : NULL;
 }
 
-/* Rows of one stencil, x in [x0, x1), with a compile-time CPML axis mask. */
+/* Rows of one stencil, x in [x0, x1), with a compile-time CPML axis mask;
+ * W^n goes to wrow[x] when wrow is not NULL (full storage). */
 static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,
     SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
-    const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *store, sweep_int base,
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int base,
     sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
-  if (store) {
+  if (wrow) {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x)
-      SWEEP_FN(acoustic_fwd_point)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, store,
-                                   base + x, z, y, x, mask | SWEEP_STORE);
+      wrow[x] = SWEEP_FN(acoustic_fwd_point)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb,
+                                             base + x, z, y, x, mask);
   } else {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x)
-      SWEEP_FN(acoustic_fwd_point)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, store,
-                                   base + x, z, y, x, mask);
+      SWEEP_FN(acoustic_fwd_point)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, base + x, z,
+                                   y, x, mask);
   }
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *lam, SWEEP_R *lam_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
-    const SWEEP_R *const *pa, const SWEEP_R *const *pb, const SWEEP_R *store, SWEEP_R *grad,
-    sweep_int base, sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
-  if (grad) {
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z, sweep_int y,
+    sweep_int x0, sweep_int x1, const int mask) {
 #pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x)
-      SWEEP_FN(acoustic_adj_point)(p, v2dt2, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, store,
-                                   grad, base + x, z, y, x, mask | SWEEP_STORE);
-  } else {
-#pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x)
-      SWEEP_FN(acoustic_adj_point)(p, v2dt2, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, store,
-                                   grad, base + x, z, y, x, mask);
-  }
+  for (sweep_int x = x0; x < x1; ++x)
+    SWEEP_FN(acoustic_adj_point)(p, v2dt2, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, base + x, z,
+                                 y, x, mask);
+}
+
+/* Model cells per shot (the compact layout of full-storage snapshots). */
+static inline sweep_int SWEEP_FN(model_cells)(const sweep_acoustic_params *p) {
+  return (p->model_hi[0] - p->model_lo[0]) * (p->model_hi[1] - p->model_lo[1]) *
+         (p->model_hi[2] - p->model_lo[2]);
+}
+
+/* Offset of model row (z, y) in a compact snapshot, or -1 when the row is
+ * outside the model. */
+static inline sweep_int SWEEP_FN(model_row)(const sweep_acoustic_params *p, sweep_int z,
+                                            sweep_int y) {
+  if (z < p->model_lo[0] || z >= p->model_hi[0] || y < p->model_lo[1] || y >= p->model_hi[1])
+    return -1;
+  const sweep_int m1 = p->model_hi[1] - p->model_lo[1], m2 = p->model_hi[2] - p->model_lo[2];
+  return ((z - p->model_lo[0]) * m1 + (y - p->model_lo[1])) * m2;
+}
+
+/* Slot of step t in a snapshot chunk whose first step is t0, or -1 when t is
+ * not a sampled step (t % store_every != 0). */
+static inline sweep_int SWEEP_FN(store_slot)(const sweep_acoustic_params *p, sweep_int t,
+                                             sweep_int t0) {
+  const sweep_int k = p->store_every > 0 ? p->store_every : 1;
+  if (t % k) return -1;
+  return t / k - (t0 + k - 1) / k;
 }
 
 /* Calls ROW(mask) with the outer-axis mask as a literal, so each CPML
@@ -132,6 +151,9 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int x_end = p->shape[2] - h;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
+  const sweep_int mc = SWEEP_FN(model_cells)(p);
+  const sweep_int mlo2 = p->model_lo[2], m2 = p->model_hi[2] - p->model_lo[2];
+  const sweep_int n_band = f->band_idx ? p->n_band : 0;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
   const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
   const SWEEP_R *pa[3], *pb[3];
@@ -148,8 +170,11 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
       psi_all[d] = f->psi[d];
       psi_new_all[d] = f->psi_new[d];
     }
+    /* W^n of one row, copied into the compact snapshot (model cells only). */
+    SWEEP_R *wrow = f->store ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2]) : NULL;
     for (sweep_int t = t0; t < t0 + n_steps; ++t) {
-      SWEEP_R *store = f->store ? (SWEEP_R *)f->store + (t - t0) * p->n_shots * ss : NULL;
+      const sweep_int slot = f->store ? SWEEP_FN(store_slot)(p, t, t0) : -1;
+      SWEEP_R *store = slot >= 0 ? (SWEEP_R *)f->store + slot * p->n_shots * mc : NULL;
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
         const sweep_int shot = item / n_tiles;
@@ -160,13 +185,14 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
         SWEEP_FN(shot_axes)(psi_all, off, psi);
         SWEEP_FN(shot_axes)(psi_new_all, off, psi_new);
         SWEEP_FN(shot_axes)(f->zeta, off, zeta);
-        SWEEP_R *st = store ? store + off : NULL;
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
           for (sweep_int y = y0; y < y1; ++y) {
             const sweep_int base = z * p->stride[0] + y * p->stride[1];
             const int outer = SWEEP_FN(row_mask)(p, z, y);
+            const sweep_int srow = store ? SWEEP_FN(model_row)(p, z, y) : -1;
+            SWEEP_R *wr = srow >= 0 ? wrow : NULL;
 #define SWEEP_FWD_ROW(x0, x1, m)                                                               \
-  SWEEP_FN(fwd_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb, st, base, z, y, \
+  SWEEP_FN(fwd_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb, wr, base, z, y, \
                     x0, x1, m)
 #define SWEEP_ROW_EDGE(m) SWEEP_FWD_ROW(h, p->plain_lo[2], m | 4); \
                           SWEEP_FWD_ROW(p->plain_hi[2], x_end, m | 4)
@@ -176,7 +202,22 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
 #undef SWEEP_FWD_ROW
 #undef SWEEP_ROW_EDGE
 #undef SWEEP_ROW_MID
+            if (wr) memcpy(store + shot * mc + srow, wr + mlo2, sizeof(SWEEP_R) * m2);
           }
+        }
+      }
+      /* Boundary saving: u^t and W^t of the band (u and psi still hold step t). */
+      if (n_band) {
+        SWEEP_R *bu = (SWEEP_R *)f->band_u + (t - t0) * p->n_shots * n_band;
+        SWEEP_R *bw = (SWEEP_R *)f->band_w + (t - t0) * p->n_shots * n_band;
+#pragma omp for schedule(static) nowait
+        for (sweep_int item = 0; item < p->n_shots * n_band; ++item) {
+          const sweep_int shot = item / n_band, j = item % n_band;
+          const sweep_int i = f->band_idx[j];
+          SWEEP_R *psi[3];
+          SWEEP_FN(shot_axes)(psi_all, shot * ss, psi);
+          bu[item] = u[shot * ss + i];
+          bw[item] = SWEEP_FN(acoustic_w_model_point)(p, u + shot * ss, psi, i);
         }
       }
       /* Receivers record u^t; sources add -v^2 dt^2 f^t to u^{t+1} (now in u_prev). */
@@ -206,10 +247,18 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
         psi_new_all[d] = tp;
       }
     }
+    free(wrow);
     sweep_restore_fp(fp_state);
   }
 }
 
+/*
+ * Adjoint steps t_end - 1 down to t_end - n_steps.  The model gradient comes
+ * from the compact snapshots in f->store (full storage and checkpointing) or,
+ * with f->recon_u set (boundary saving), from the forward wavefield run
+ * backwards on the plain cells plus W^t saved on the band.  band_w slot 0 is
+ * step t_begin; band_u slot 0 is step t_begin - 1.
+ */
 void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
                                        const sweep_acoustic_fields *f, sweep_int t_end,
                                        sweep_int n_steps, int n_threads) {
@@ -217,6 +266,10 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   const sweep_int x_end = p->shape[2] - h;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const sweep_int t_begin = t_end - n_steps;
+  const sweep_int mc = SWEEP_FN(model_cells)(p);
+  const sweep_int mlo2 = p->model_lo[2], mhi2 = p->model_hi[2];
+  const int recon = f->recon_u != NULL && f->grad_v2dt2 != NULL;
+  const sweep_int n_band = recon && f->band_idx ? p->n_band : 0;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
   const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
   const SWEEP_R *pa[3], *pb[3];
@@ -228,6 +281,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   {
     const unsigned int fp_state = sweep_flush_denormals();
     SWEEP_R *lam_prev = (SWEEP_R *)f->u_prev, *lam = (SWEEP_R *)f->u;
+    SWEEP_R *ru_next = (SWEEP_R *)f->recon_u_next, *ru = (SWEEP_R *)f->recon_u;
     void *P_all[3], *Pn_all[3], *Z_all[3], *Zn_all[3];
     for (int d = 0; d < 3; ++d) {
       P_all[d] = f->psi[d];
@@ -235,10 +289,10 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
       Z_all[d] = f->zeta[d];
       Zn_all[d] = f->zeta_new[d];
     }
+    SWEEP_R *grad_all = (SWEEP_R *)f->grad_v2dt2;
     for (sweep_int t = t_end - 1; t >= t_begin; --t) {
-      const SWEEP_R *store =
-          f->store ? (const SWEEP_R *)f->store + (t - t_begin) * p->n_shots * ss : NULL;
-      SWEEP_R *grad_all = (SWEEP_R *)f->grad_v2dt2;
+      const sweep_int slot = f->store && grad_all ? SWEEP_FN(store_slot)(p, t, t_begin) : -1;
+      const SWEEP_R *store = slot >= 0 ? (const SWEEP_R *)f->store + slot * p->n_shots * mc : NULL;
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
         const sweep_int shot = item / n_tiles;
@@ -250,15 +304,14 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
         SWEEP_FN(shot_axes)(Pn_all, off, Pn);
         SWEEP_FN(shot_axes)(Z_all, off, Z);
         SWEEP_FN(shot_axes)(Zn_all, off, Zn);
-        const SWEEP_R *st = store ? store + off : NULL;
-        SWEEP_R *grad = grad_all && store ? grad_all + off : NULL;
+        const SWEEP_R *lam_s = lam + off;
+        SWEEP_R *grad = grad_all ? grad_all + off : NULL;
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
           for (sweep_int y = y0; y < y1; ++y) {
             const sweep_int base = z * p->stride[0] + y * p->stride[1];
             const int outer = SWEEP_FN(row_mask)(p, z, y);
-#define SWEEP_ADJ_ROW(x0, x1, m)                                                            \
-  SWEEP_FN(adj_row)(p, v2dt2, lam + off, lam_prev + off, P, Pn, Z, Zn, pa, pb, st, grad, base, \
-                    z, y, x0, x1, m)
+#define SWEEP_ADJ_ROW(x0, x1, m)                                                             \
+  SWEEP_FN(adj_row)(p, v2dt2, lam_s, lam_prev + off, P, Pn, Z, Zn, pa, pb, base, z, y, x0, x1, m)
 #define SWEEP_ROW_EDGE(m) SWEEP_ADJ_ROW(h, p->plain_lo[2], m | 4); \
                           SWEEP_ADJ_ROW(p->plain_hi[2], x_end, m | 4)
 #define SWEEP_ROW_MID(m) SWEEP_ADJ_ROW(p->plain_lo[2], p->plain_hi[2], m)
@@ -267,6 +320,22 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
 #undef SWEEP_ADJ_ROW
 #undef SWEEP_ROW_EDGE
 #undef SWEEP_ROW_MID
+            if (store) {
+              const sweep_int srow = SWEEP_FN(model_row)(p, z, y);
+              if (srow >= 0) {
+                const SWEEP_R *st = store + shot * mc + srow;
+#pragma omp simd
+                for (sweep_int x = mlo2; x < mhi2; ++x)
+                  grad[base + x] += lam_s[base + x] * st[x - mlo2];
+              }
+            }
+            /* outer == 0: z and y are plain, so [plain_lo, plain_hi) of x is plain. */
+            if (recon && !outer) {
+#pragma omp simd
+              for (sweep_int x = p->plain_lo[2]; x < p->plain_hi[2]; ++x)
+                SWEEP_FN(acoustic_recon_point)(p, v2dt2, ru + off, ru_next + off, lam_s, grad,
+                                               base + x);
+            }
           }
         }
       }
@@ -278,7 +347,9 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
           const sweep_int j = f->src_idx[shot * p->n_src + k];
           const sweep_int a = (shot * p->n_src + k) * p->nt + t;
           if (f->grad_src) ((SWEEP_R *)f->grad_src)[a] = -v2dt2[j] * lam[off + j];
-          if (grad_all && f->src_amp)
+          /* With sampling (store_every k > 1) the caller scales the gradient by k,
+           * so the source term is sampled like the snapshots. */
+          if (grad_all && f->src_amp && t % p->store_every == 0)
             grad_all[off + j] -= ((const SWEEP_R *)f->src_amp)[a] * lam[off + j];
         }
         if (f->rec) {
@@ -286,11 +357,37 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
           for (sweep_int r = 0; r < p->n_rec; ++r)
             lam_prev[off + f->rec_idx[shot * p->n_rec + r]] += res[(shot * p->n_rec + r) * p->nt + t];
         }
+        if (recon) {
+          /* Band cells: W^t was saved; u^{t-1} is restored from the save. */
+          const sweep_int b0 = ((t - t_begin) * p->n_shots + shot) * n_band;
+          const SWEEP_R *bw = (const SWEEP_R *)f->band_w + b0;
+          for (sweep_int j = 0; j < n_band; ++j) {
+            const sweep_int i = off + f->band_idx[j];
+            grad_all[i] += lam[i] * bw[j];
+          }
+          if (f->src_amp) {
+            const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+            for (sweep_int k = 0; k < p->n_src; ++k) {
+              const sweep_int j = f->src_idx[shot * p->n_src + k];
+              ru_next[off + j] -= v2dt2[j] * amp[(shot * p->n_src + k) * p->nt + t];
+            }
+          }
+          if (t > 0) {
+            const SWEEP_R *bu = (const SWEEP_R *)f->band_u + b0;
+            for (sweep_int j = 0; j < n_band; ++j) ru_next[off + f->band_idx[j]] = bu[j];
+          }
+        }
       }
-      if (free_surface) SWEEP_FN(fill_ghosts)(p, lam_prev);
+      if (free_surface) {
+        SWEEP_FN(fill_ghosts)(p, lam_prev);
+        if (recon) SWEEP_FN(fill_ghosts)(p, ru_next);
+      }
       SWEEP_R *tmp = lam_prev;
       lam_prev = lam;
       lam = tmp;
+      tmp = ru_next;
+      ru_next = ru;
+      ru = tmp;
       for (int d = 0; d < 3; ++d) {
         void *tp = P_all[d];
         P_all[d] = Pn_all[d];

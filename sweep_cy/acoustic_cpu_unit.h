@@ -3,6 +3,8 @@
  * specialisation of acoustic_cpu_impl.h for the SWEEP_NDIM they define.
  */
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif

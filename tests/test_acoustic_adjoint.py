@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import sweep
-from sweep.testing import random_problem
+from sweep.testing import interior_mask, random_problem
 
 ORDERS = (2, 4, 6, 8)
 NDIMS = (2, 3)
@@ -59,7 +59,9 @@ def _taylor_remainders(problem, impl="c"):
     out, pullback = sweep.vjp(sweep.acoustic, **problem, impl=impl)
     d = out.receivers.copy()  # J(v) = <d, F(v)> with d = F(v0): a well-conditioned slope
     g = pullback(d)["v"]
-    dv = rng.standard_normal(problem["v"].shape) * 5.0
+    # The CPML's copy of the edge cells is a constant of the gradient: keep it fixed.
+    mask = interior_mask(problem["v"].shape, problem["free_surface"])
+    dv = rng.standard_normal(problem["v"].shape) * 5.0 * mask
     j0 = np.vdot(d, out.receivers)
     slope = np.vdot(g, dv)
     remainders = []

@@ -1,0 +1,712 @@
+"""Gradient memory strategies, shared by every equation and device.
+
+The adjoint pass needs, at step ``t``, the snapshot the forward step ``t``
+produced (for the acoustic equation ``W^t``, the factor multiplying
+``v^2 dt^2``).  How it gets there is the strategy:
+
+``full``
+    Store every (or every ``k``-th) snapshot of the model cells in device
+    memory, host memory or a temporary file (:mod:`sweep._storage`),
+    optionally compressed to bfloat16.
+``boundary``
+    Store only the band of model cells next to the CPML (``u`` and ``W``) at
+    every step and run the forward wavefield backwards in time on the rest of
+    the model during the adjoint pass.  Leapfrog is time-reversible, so this
+    recomputes what full storage would have stored, up to round-off.
+``ckpt-chunk`` / ``ckpt-recursive``
+    Keep whole forward states at a few times and replay the forward pass from
+    them: evenly spaced chunks, or the binomial (Revolve) schedule of
+    :mod:`sweep._revolve`.  Replays use the same kernels, so their gradients
+    are bitwise those of full storage.
+
+Strategies see the equation only through the stepper interface of
+:class:`sweep._compiled.CompiledAcoustic` (``forward_steps``,
+``adjoint_steps``, state copies, ``snapshot_shape``, ``band_shape``,
+``state_bytes``).  :func:`plan` turns the user's options into a
+:class:`MemoryPlan`; :func:`estimate` reports bytes per strategy.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+
+from . import _revolve
+from ._compiled import AdjState, CompiledAcoustic, FwdState, progress_bar
+from ._storage import SnapshotStore
+
+log = logging.getLogger("sweep")
+
+STORAGE_MODES = ("device", "cpu", "disk", "none", "auto")
+# Host memory staged per chunk when snapshots cannot be written in place
+# (compressed or on disk): large enough to amortise I/O, small next to the store.
+_SCRATCH_BYTES = 64 << 20
+
+
+@dataclass
+class MemoryPlan:
+    """What a gradient-enabled run keeps for its adjoint pass.
+
+    Attributes
+    ----------
+    strategy : str
+        ``"full"``, ``"boundary"``, ``"ckpt-chunk"``, ``"ckpt-recursive"`` or
+        ``"none"`` (no model gradient).
+    storage : str or None
+        Where the saved data lives: ``"device"``, ``"cpu"`` or ``"disk"``.
+    compression : str or None
+        ``"bf16"`` or None.
+    interval : int
+        Snapshot sampling interval (full storage and checkpointing).
+    checkpoints : int
+        Number of checkpoint states (checkpointing), else 0.
+    transfer_interval : int
+        Steps per device-to-host transfer (boundary saving to host memory).
+    storage_bytes : int
+        Bytes of snapshots, boundary strips or checkpoint states.
+    reason : str
+        Why this plan was chosen (for ``strategy="auto"``).
+    """
+
+    strategy: str
+    storage: str | None = None
+    compression: str | None = None
+    interval: int = 1
+    checkpoints: int = 0
+    transfer_interval: int = 1
+    storage_bytes: int = 0
+    reason: str = ""
+    estimates: dict[str, int] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class MemorySettings:
+    """The memory keywords of a propagator call, validated."""
+
+    memory: Any = None  # MemoryOptions or None
+    storage_mode: str = "auto"
+    storage_compression: str | None = None
+    interval: int = 1
+    limit_device: int | None = None
+    limit_host: int | None = None
+
+
+def check_settings(
+    memory: Any,
+    storage_mode: Any,
+    storage_compression: Any,
+    model_gradient_sampling_interval: Any,
+    storage_bytes_limit_device: Any,
+    storage_bytes_limit_host: Any,
+) -> MemorySettings:
+    """Validate the memory keywords of ``sweep.acoustic`` (before any compute)."""
+    from .propagator.options import MemoryOptions
+
+    if memory is not None and not isinstance(memory, MemoryOptions):
+        raise TypeError(
+            "memory must be a sweep.propagator.options.MemoryOptions or None, got "
+            f"{type(memory).__name__}"
+        )
+    if storage_mode not in STORAGE_MODES:
+        raise ValueError(
+            f"storage_mode must be one of {', '.join(map(repr, STORAGE_MODES))}, "
+            f"got {storage_mode!r}"
+        )
+    if storage_compression is False or storage_compression in (None, "none"):
+        compression = None
+    elif storage_compression == "bf16":
+        compression = "bf16"
+    else:
+        raise ValueError(
+            f"storage_compression must be False, 'none' or 'bf16', got {storage_compression!r}"
+        )
+    k = model_gradient_sampling_interval
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"model_gradient_sampling_interval must be an integer >= 1, got {k!r}")
+    limits = []
+    for name, value in (
+        ("storage_bytes_limit_device", storage_bytes_limit_device),
+        ("storage_bytes_limit_host", storage_bytes_limit_host),
+    ):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise ValueError(
+                f"{name} must be None or a non-negative number of bytes, got {value!r}"
+            )
+        limits.append(value)
+    strategy = memory.strategy if memory is not None else None
+    if strategy == "boundary":
+        if k != 1:
+            raise ValueError(
+                "model_gradient_sampling_interval applies to full storage and checkpointing; "
+                "boundary saving recomputes every step, so leave it at 1"
+            )
+        if compression is not None:
+            raise ValueError(
+                "storage_compression applies to stored snapshots; boundary saving keeps exact "
+                "boundary strips, so leave it False"
+            )
+    if strategy in ("boundary", "ckpt") and storage_mode not in ("auto", "none"):
+        raise ValueError(
+            f"storage_mode={storage_mode!r} selects where full storage keeps snapshots; with "
+            f"MemoryOptions(strategy={strategy!r}) leave it 'auto' (boundary saving takes "
+            "BoundaryOptions(storage=...))"
+        )
+    if strategy in ("boundary", "ckpt") and storage_mode == "none":
+        raise ValueError(
+            f"storage_mode='none' (no model gradient) contradicts MemoryOptions(strategy="
+            f"{strategy!r}); drop one of them"
+        )
+    return MemorySettings(memory, storage_mode, compression, k, limits[0], limits[1])
+
+
+def is_default(s: MemorySettings) -> bool:
+    return (
+        s.memory is None
+        and s.storage_mode == "auto"
+        and s.storage_compression is None
+        and s.interval == 1
+    )
+
+
+# -- sizes -------------------------------------------------------------------------
+def _host_available() -> int:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def _device_available(xp: Any) -> int:
+    if xp is np:
+        return _host_available()
+    free, _ = xp.cuda.runtime.memGetInfo()
+    return int(free)
+
+
+def default_limits(xp: Any, s: MemorySettings) -> tuple[int, int]:
+    """Byte budgets (device, host): the user's, else 80 % of what is free now."""
+    host = s.limit_host if s.limit_host is not None else int(0.8 * _host_available())
+    if s.limit_device is not None:
+        device = s.limit_device
+    elif xp is np:
+        device = host  # host arrays: the "device" is host memory
+    else:
+        device = int(0.8 * _device_available(xp))
+    return device, host
+
+
+def _n_stored(nt: int, k: int) -> int:
+    return -(-nt // k)
+
+
+def full_bytes(engine: CompiledAcoustic, interval: int, compression: str | None) -> int:
+    return SnapshotStore.bytes_needed(
+        _n_stored(engine.geom.nt, interval), engine.snapshot_shape, engine.dtype, compression
+    )
+
+
+def boundary_bytes(engine: CompiledAcoustic) -> int:
+    return 2 * SnapshotStore.bytes_needed(engine.geom.nt, engine.band_shape, engine.dtype, None)
+
+
+def _chunk_bounds(nt: int, chunks: int) -> list[int]:
+    n = max(1, min(chunks, nt))
+    return [round(i * nt / n) for i in range(n + 1)]
+
+
+def ckpt_bytes(engine: CompiledAcoustic, plan_chunks: int, mode: str, interval: int) -> int:
+    """Checkpoint states plus the replay snapshots they need."""
+    nt = engine.geom.nt
+    snap = SnapshotStore.bytes_needed(1, engine.snapshot_shape, engine.dtype, None)
+    if mode == "chunk":
+        b = _chunk_bounds(nt, plan_chunks)
+        longest = max(b[i + 1] - b[i] for i in range(len(b) - 1))
+        # States at chunk starts (the first is zeros but is kept for simplicity),
+        # one live state for replays, the snapshots of one chunk.
+        return (len(b) - 1 + 1) * engine.state_bytes + (-(-longest // interval) + 1) * snap
+    count = min(plan_chunks, nt + 1)
+    return (count + 1) * engine.state_bytes + snap
+
+
+def working_bytes(engine: CompiledAcoustic, *, gradient: bool, boundary: bool) -> int:
+    """Arrays every run allocates besides the strategy's storage (for estimates)."""
+    g = engine.geom
+    item = engine.dtype.itemsize
+    fields = 2 + 3 * g.ndim  # forward: u_prev, u, psi x2, zeta per axis
+    extra = 3 * g.shot_stride * item  # v2dt2 and model-size temporaries
+    rec = g.n_shots * g.n_rec * g.nt * item
+    if gradient:
+        fields += 3 + 4 * g.ndim  # adjoint: lam x2, P x2, Z x2 per axis, grad
+        if boundary:
+            fields += 2  # forward wavefield run backwards
+        rec += g.n_shots * g.n_rec * g.nt * item + 2 * g.n_shots * g.n_src * g.nt * item
+    return fields * engine.field_bytes + extra + rec
+
+
+def estimate(engine: CompiledAcoustic, s: MemorySettings) -> dict[str, int]:
+    """Bytes of storage per strategy (without the common working set)."""
+    k = s.interval
+    out = {
+        "full": full_bytes(engine, k, None),
+        "full_bf16": full_bytes(engine, k, "bf16"),
+        "boundary": boundary_bytes(engine),
+    }
+    from .propagator.options import CKPT_DEFAULT_CHUNKS
+
+    out["ckpt_chunk"] = ckpt_bytes(engine, CKPT_DEFAULT_CHUNKS, "chunk", k)
+    if s.memory is not None and s.memory.ckpt is not None:
+        ck = s.memory.ckpt
+        n = ck.chunks if ck.mode == "chunk" else ck.count
+        out[f"ckpt_{ck.mode}"] = ckpt_bytes(engine, n, ck.mode, k)
+    return out
+
+
+# -- planning ------------------------------------------------------------------------
+def _full_mode(engine: CompiledAcoustic, s: MemorySettings, nbytes: int) -> tuple[str, str]:
+    device, host = default_limits(engine.xp, s)
+    if engine.xp is np:
+        if nbytes <= host:
+            return "device", f"{nbytes} B of snapshots fit the host budget of {host} B"
+        return "disk", f"{nbytes} B of snapshots exceed the host budget of {host} B"
+    if nbytes <= device:
+        return "device", f"{nbytes} B of snapshots fit the device budget of {device} B"
+    if nbytes <= host:
+        return "cpu", f"{nbytes} B exceed the device budget {device} B but fit the host's {host} B"
+    return "disk", f"{nbytes} B exceed the device ({device} B) and host ({host} B) budgets"
+
+
+def plan(engine: CompiledAcoustic, s: MemorySettings) -> MemoryPlan:
+    """Choose what the forward pass keeps for the adjoint pass."""
+    mem = s.memory
+    estimates = estimate(engine, s)
+    if s.storage_mode == "none":
+        return MemoryPlan("none", reason="storage_mode='none': no model gradient")
+    strategy = None if mem is None else mem.strategy
+    if (
+        mem is None
+        and s.storage_mode == "auto"
+        and s.storage_compression is None
+        and s.interval == 1
+    ):
+        strategy = "auto"
+    if strategy == "boundary":
+        b = mem.boundary
+        storage = {"gpu": "device", "cpu": "cpu", "disk": "disk"}[b.storage]
+        return MemoryPlan(
+            "boundary",
+            storage=storage,
+            transfer_interval=b.transfer_interval,
+            storage_bytes=estimates["boundary"],
+            reason="MemoryOptions(strategy='boundary')",
+            estimates=estimates,
+        )
+    if strategy == "ckpt":
+        ck = mem.ckpt
+        n = ck.chunks if ck.mode == "chunk" else ck.count
+        return MemoryPlan(
+            f"ckpt-{ck.mode}",
+            storage="device",
+            interval=s.interval,
+            checkpoints=n,
+            storage_bytes=ckpt_bytes(engine, n, ck.mode, s.interval),
+            reason=f"MemoryOptions(strategy='ckpt', mode={ck.mode!r})",
+            estimates=estimates,
+        )
+    if strategy == "auto":
+        return _auto(engine, s, estimates)
+    nbytes = full_bytes(engine, s.interval, s.storage_compression)
+    if s.storage_mode == "auto":
+        mode, why = _full_mode(engine, s, nbytes)
+    else:
+        mode, why = s.storage_mode, f"storage_mode={s.storage_mode!r}"
+    return MemoryPlan(
+        "full",
+        storage=mode,
+        compression=s.storage_compression,
+        interval=s.interval,
+        storage_bytes=nbytes,
+        reason=why,
+        estimates=estimates,
+    )
+
+
+def _auto(engine: CompiledAcoustic, s: MemorySettings, estimates: dict[str, int]) -> MemoryPlan:
+    """Pick the fastest strategy that fits the byte budgets.
+
+    In order: full storage in memory, boundary saving, full storage in host
+    memory (CuPy arrays), binomial checkpointing, full storage on disk.
+    """
+    device, host = default_limits(engine.xp, s)
+    full, bnd = estimates["full"], estimates["boundary"]
+    where = "host" if engine.xp is np else "device"
+    if full <= device:
+        why = f"full storage ({full} B) fits the {where} budget of {device} B"
+        return MemoryPlan("full", "device", storage_bytes=full, estimates=estimates, reason=why)
+    if bnd <= device:
+        why = f"full storage ({full} B) exceeds {device} B; boundary saving ({bnd} B) fits"
+        return MemoryPlan("boundary", "device", storage_bytes=bnd, estimates=estimates, reason=why)
+    if engine.xp is not np and full <= host:
+        why = f"full storage ({full} B) exceeds the device budget but fits the host's {host} B"
+        return MemoryPlan("full", "cpu", storage_bytes=full, estimates=estimates, reason=why)
+    count = min(engine.geom.nt + 1, device // max(engine.state_bytes, 1) - 2)
+    if count >= 2:
+        nbytes = ckpt_bytes(engine, count, "recursive", 1)
+        why = (
+            f"full storage ({full} B) and boundary saving ({bnd} B) exceed {device} B; "
+            f"{count} checkpoints fit"
+        )
+        return MemoryPlan(
+            "ckpt-recursive",
+            "device",
+            checkpoints=count,
+            storage_bytes=nbytes,
+            estimates=estimates,
+            reason=why,
+        )
+    why = f"no strategy fits {device} B of memory; snapshots go to disk"
+    return MemoryPlan("full", "disk", storage_bytes=full, estimates=estimates, reason=why)
+
+
+# -- running ---------------------------------------------------------------------------
+@dataclass
+class Tape:
+    """What the adjoint pass needs from the forward pass."""
+
+    plan: MemoryPlan
+    v2dt2: Any
+    amp: Any
+    final: FwdState
+    stores: list[SnapshotStore] = field(default_factory=list)
+    states: list[Any] = field(default_factory=list)  # checkpoints
+    actions: list[tuple] = field(default_factory=list)
+    record_buf: Any = None
+
+    def close(self) -> None:
+        """Release stored data (files included) now."""
+        for st in self.stores:
+            st.close()
+        self.stores = []
+        self.states = []
+
+
+def _progress_chunks(nt: int, progress: bool) -> list[int]:
+    """Chunk boundaries between progress updates (one chunk without a bar)."""
+    n = min(nt, 100) if progress else 1
+    return [round(i * nt / n) for i in range(n + 1)]
+
+
+def _io_chunks(nt: int, step_bytes: int, progress: bool, align: int = 1) -> list[int]:
+    """Chunk boundaries for staged (scratch-buffer) storage: bounded scratch size."""
+    steps = max(align, (_SCRATCH_BYTES // max(step_bytes, 1)) // align * align)
+    bounds = sorted(set(range(0, nt, steps)) | set(_progress_chunks(nt, progress)) | {nt})
+    return bounds
+
+
+def forward(
+    engine: CompiledAcoustic, v2dt2: Any, amp: Any, plan_: MemoryPlan | None, progress: bool
+) -> tuple[Any, FwdState, Tape | None]:
+    """Run the forward pass; keep what ``plan_`` says for the adjoint pass."""
+    g = engine.geom
+    receivers = engine.zeros(g.n_shots, g.n_rec, g.nt)
+    state = engine.new_state()
+    bar = progress_bar(progress, g.nt, "sweep forward")
+    tape = None if plan_ is None else Tape(plan_, v2dt2, amp, state)
+    try:
+        if plan_ is None or plan_.strategy == "none":
+            bounds = _progress_chunks(g.nt, progress)
+            for t0, t1 in pairwise(bounds):
+                engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
+                bar.update(t1 - t0)
+        elif plan_.strategy == "full":
+            _forward_full(engine, v2dt2, amp, state, receivers, tape, bar, progress)
+        elif plan_.strategy == "boundary":
+            _forward_boundary(engine, v2dt2, amp, state, receivers, tape, bar, progress)
+        elif plan_.strategy == "ckpt-chunk":
+            _forward_chunks(engine, v2dt2, amp, state, receivers, tape, bar)
+        else:
+            _forward_recursive(engine, v2dt2, amp, state, receivers, tape, bar)
+    except BaseException:
+        if tape is not None:
+            tape.close()
+        raise
+    finally:
+        bar.close()
+    if plan_ is not None:
+        log.debug("sweep memory plan: %s", plan_)
+    return receivers, state, tape
+
+
+def backward(
+    engine: CompiledAcoustic,
+    tape: Tape,
+    grad_rec: Any,
+    *,
+    model: bool,
+    source: bool,
+    progress: bool,
+) -> tuple[Any, Any]:
+    """Run the adjoint pass.
+
+    Returns the gradient with respect to the padded ``v^2 dt^2`` (summed over
+    shots) and with respect to the source amplitudes, each None when not
+    requested.
+    """
+    g = engine.geom
+    plan_ = tape.plan
+    model = model and plan_.strategy != "none"
+    adj = engine.new_adjoint(model=model, source=source)
+    bar = progress_bar(progress, g.nt, "sweep adjoint")
+    try:
+        if not model:
+            bounds = _progress_chunks(g.nt, progress)
+            for t0, t1 in reversed(list(pairwise(bounds))):
+                engine.adjoint_steps(adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0)
+                bar.update(t1 - t0)
+        elif plan_.strategy == "full":
+            _backward_full(engine, tape, adj, grad_rec, bar, progress)
+        elif plan_.strategy == "boundary":
+            _backward_boundary(engine, tape, adj, grad_rec, bar, progress)
+        elif plan_.strategy == "ckpt-chunk":
+            _backward_chunks(engine, tape, adj, grad_rec, bar)
+        else:
+            _backward_recursive(engine, tape, adj, grad_rec, bar)
+    finally:
+        bar.close()
+    grad_v = None
+    if adj.grad_v2dt2 is not None:
+        grad_v = adj.grad_v2dt2.sum(axis=0)
+        if plan_.interval > 1:
+            grad_v *= plan_.interval
+    grad_src = adj.grad_src
+    if source and grad_src is None:
+        grad_src = engine.zeros(g.n_shots, g.n_src, g.nt)
+    return grad_v, grad_src
+
+
+# full storage -------------------------------------------------------------------------
+def _forward_full(engine, v2dt2, amp, state, receivers, tape, bar, progress) -> None:
+    g, plan_ = engine.geom, tape.plan
+    k = plan_.interval
+    store = SnapshotStore(
+        _n_stored(g.nt, k),
+        engine.snapshot_shape,
+        engine.dtype,
+        mode=plan_.storage,
+        compression=plan_.compression,
+        xp=engine.xp,
+    )
+    tape.stores.append(store)
+    staged = store.direct(0, 0) is None
+    snap_bytes = math.prod(engine.snapshot_shape) * engine.dtype.itemsize
+    bounds = (
+        _io_chunks(g.nt, snap_bytes, progress, align=k)
+        if staged
+        else _progress_chunks(g.nt, progress)
+    )
+    scratch = None
+    for t0, t1 in pairwise(bounds):
+        s0, s1 = _n_stored(t0, k), _n_stored(t1, k)
+        buf = store.direct(s0, s1 - s0)
+        if buf is None:
+            if scratch is None or scratch.shape[0] < s1 - s0:
+                scratch = engine.zeros(max(s1 - s0, 1), *engine.snapshot_shape)
+            buf = scratch[: s1 - s0]
+        engine.forward_steps(
+            state, v2dt2, tape.amp, t0, t1 - t0, receivers=receivers, store=buf, store_every=k
+        )
+        store.put(s0, buf)
+        bar.update(t1 - t0)
+    tape.actions = list(pairwise(bounds))
+
+
+def _backward_full(engine, tape, adj, grad_rec, bar, progress) -> None:
+    k = tape.plan.interval
+    store = tape.stores[0]
+    chunks = list(reversed(tape.actions))
+    scratch = None
+    for i, (t0, t1) in enumerate(chunks):
+        s0, s1 = _n_stored(t0, k), _n_stored(t1, k)
+        buf = store.direct(s0, s1 - s0)
+        if buf is None:
+            if scratch is None or scratch.shape[0] < s1 - s0:
+                scratch = engine.zeros(max(s1 - s0, 1), *engine.snapshot_shape)
+            buf = store.get(s0, s1 - s0, out=scratch[: s1 - s0])
+            if i + 1 < len(chunks):
+                p0, p1 = chunks[i + 1]
+                store.prefetch(_n_stored(p0, k), _n_stored(p1, k) - _n_stored(p0, k))
+        engine.adjoint_steps(
+            adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0, store=buf, store_every=k
+        )
+        bar.update(t1 - t0)
+
+
+# boundary saving ----------------------------------------------------------------------
+def _forward_boundary(engine, v2dt2, amp, state, receivers, tape, bar, progress) -> None:
+    g, plan_ = engine.geom, tape.plan
+    stores = [
+        SnapshotStore(g.nt, engine.band_shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
+        for _ in range(2)
+    ]
+    tape.stores.extend(stores)
+    bu, bw = stores
+    staged = bu.direct(0, 0) is None
+    step_bytes = math.prod(engine.band_shape) * engine.dtype.itemsize
+    if staged:
+        bounds = _io_chunks(g.nt, step_bytes, progress, align=max(1, plan_.transfer_interval))
+    else:
+        bounds = _progress_chunks(g.nt, progress)
+    scratch: list[Any] = []
+    for t0, t1 in pairwise(bounds):
+        n = t1 - t0
+        bufs = [st.direct(t0, n) for st in stores]
+        if bufs[0] is None:
+            if not scratch or scratch[0].shape[0] < n:
+                scratch = [engine.zeros(n, *engine.band_shape) for _ in range(2)]
+            bufs = [s[:n] for s in scratch]
+        engine.forward_steps(
+            state, v2dt2, amp, t0, n, receivers=receivers, band_u=bufs[0], band_w=bufs[1]
+        )
+        bu.put(t0, bufs[0])
+        bw.put(t0, bufs[1])
+        bar.update(n)
+    tape.actions = list(pairwise(bounds))
+
+
+def _backward_boundary(engine, tape, adj, grad_rec, bar, progress) -> None:
+    bu, bw = tape.stores
+    adj.recon_next = tape.final.u.copy()  # u^{nt}
+    adj.recon = tape.final.u_prev.copy()  # u^{nt-1}
+    slot_bytes = math.prod(engine.band_shape) * engine.dtype.itemsize
+    scratch: list[Any] = []
+    for t0, t1 in reversed(tape.actions):
+        n = t1 - t0
+        w = bw.direct(t0, n)
+        u0 = max(t0 - 1, 0)
+        nu = t1 - 1 - u0
+        u = bu.direct(u0, nu) if nu else None
+        if w is None:
+            if not scratch or scratch[0].shape[0] < n:
+                scratch = [engine.zeros(n, *engine.band_shape) for _ in range(2)]
+            w = bw.get(t0, n, out=scratch[0][:n])
+            u = bu.get(u0, nu, out=scratch[1][:nu]) if nu else None
+        # band_u slot 0 must be step t0 - 1; for t0 == 0 that step is never read.
+        offset = -slot_bytes if t0 == 0 else 0
+        engine.adjoint_steps(
+            adj, tape.v2dt2, tape.amp, grad_rec, t1, n, band_w=w,
+            band_u_offset=(u if u is not None else w, offset),
+        )  # fmt: skip
+        bar.update(n)
+
+
+# checkpointing -----------------------------------------------------------------------
+def _forward_chunks(engine, v2dt2, amp, state, receivers, tape, bar) -> None:
+    g = engine.geom
+    bounds = _chunk_bounds(g.nt, tape.plan.checkpoints)
+    for t0, t1 in pairwise(bounds):
+        tape.states.append(state.save())
+        engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
+        bar.update(t1 - t0)
+    tape.actions = list(pairwise(bounds))
+
+
+def _backward_chunks(engine, tape, adj, grad_rec, bar) -> None:
+    k = tape.plan.interval
+    longest = max(t1 - t0 for t0, t1 in tape.actions)
+    store = engine.zeros(_n_stored(longest, k) + 1, *engine.snapshot_shape)
+    live = engine.new_state()
+    for i in reversed(range(len(tape.actions))):
+        t0, t1 = tape.actions[i]
+        live.load(tape.states[i])
+        tape.states[i] = None  # free the checkpoint once replayed
+        n_slots = _n_stored(t1, k) - _n_stored(t0, k)
+        buf = store[:n_slots]
+        engine.forward_steps(live, tape.v2dt2, tape.amp, t0, t1 - t0, store=buf, store_every=k)
+        engine.adjoint_steps(
+            adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0, store=buf, store_every=k
+        )
+        bar.update(t1 - t0)
+
+
+def _save(slots: list, i: int, state: FwdState) -> None:
+    if slots[i] is None:
+        slots[i] = state.save()
+    else:
+        for dst, src in zip(slots[i], state.arrays(), strict=True):
+            dst[...] = src
+
+
+def _forward_recursive(engine, v2dt2, amp, state, receivers, tape, bar) -> None:
+    """Run the schedule's opening actions as the forward pass.
+
+    They advance from step 0 to the recording of the last step, which also
+    produces the final state.
+    """
+    g = engine.geom
+    count = min(tape.plan.checkpoints, g.nt + 1)
+    actions = _revolve.schedule(g.nt, count)
+    slots: list[list[Any] | None] = [None] * count
+    snap = engine.zeros(1, *engine.snapshot_shape)
+    i = 0
+    k = tape.plan.interval
+    while True:
+        act = actions[i]
+        i += 1
+        if act[0] == "save":
+            _save(slots, act[1], state)
+        elif act[0] == "restore":
+            state.load(slots[act[1]])
+        elif act[0] == "advance":
+            engine.forward_steps(state, v2dt2, amp, act[1], act[2] - act[1], receivers=receivers)
+            bar.update(act[2] - act[1])
+        elif act[0] == "record":
+            # The last step: its snapshot is the first the adjoint needs.
+            engine.forward_steps(
+                state, v2dt2, amp, act[1], 1, receivers=receivers, store=snap, store_every=k
+            )
+            bar.update(1)
+            break
+    tape.states = slots
+    tape.actions = actions[i:]
+    tape.record_buf = snap
+
+
+def _backward_recursive(engine, tape, adj, grad_rec, bar) -> None:
+    k = tape.plan.interval
+    live = engine.new_state()
+    slots = tape.states
+    snap = tape.record_buf
+    for act in tape.actions:
+        kind = act[0]
+        if kind == "adjoint":
+            t = act[1]
+            engine.adjoint_steps(
+                adj, tape.v2dt2, tape.amp, grad_rec, t + 1, 1, store=snap, store_every=k
+            )
+            bar.update(1)
+        elif kind == "record":
+            engine.forward_steps(live, tape.v2dt2, tape.amp, act[1], 1, store=snap, store_every=k)
+        elif kind == "advance":
+            engine.forward_steps(live, tape.v2dt2, tape.amp, act[1], act[2] - act[1])
+        elif kind == "save":
+            _save(slots, act[1], live)
+        elif kind == "restore":
+            live.load(slots[act[1]])
+
+
+__all__ = ["MemoryPlan", "MemorySettings", "Tape", "backward", "check_settings", "forward", "plan"]
+_ = AdjState  # re-exported type for annotations in callers
