@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import backend, equations
 from ._impl import binding_error
 from ._vjp import vjp
-from .acoustic import AcousticResult, acoustic
+from .acoustic import AcousticResult, acoustic, estimate_memory
 
 __version__ = "0.1.0"
 
@@ -18,6 +18,7 @@ __all__ = [
     "AcousticResult",
     "__version__",
     "acoustic",
+    "estimate_memory",
     "backend",
     "binding_available",
     "equations",

@@ -103,14 +103,17 @@ class CompiledAcoustic:
         self.n_threads = int(n_threads or (1 if small else 0))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
         self._band_idx: Any = None
-        if xp is np:
+
+    def _run(self, *args: Any) -> None:
+        # Imported on first use, so planners can size a run without the kernels.
+        if self.xp is np:
             from . import _C
 
-            self._run = _C.acoustic_run
+            _C.acoustic_run(*args)
         else:
             from . import _cuda_backend
 
-            self._run = _cuda_backend.acoustic_run
+            _cuda_backend.acoustic_run(*args)
 
     # -- facts the memory strategies use --------------------------------------
     @property

@@ -46,7 +46,9 @@ log = logging.getLogger("sweep")
 STORAGE_MODES = ("device", "cpu", "disk", "none", "auto")
 # Host memory staged per chunk when snapshots cannot be written in place
 # (compressed or on disk): large enough to amortise I/O, small next to the store.
-_SCRATCH_BYTES = 64 << 20
+_SCRATCH_BYTES = 16 << 20
+# The disk writer queues at most this many bytes of copies (sweep._storage).
+_DISK_QUEUE_BYTES = 256 << 20  # documented bound, see peak_bytes
 
 
 @dataclass
@@ -229,51 +231,90 @@ def _chunk_bounds(nt: int, chunks: int) -> list[int]:
     return [round(i * nt / n) for i in range(n + 1)]
 
 
-def ckpt_bytes(engine: CompiledAcoustic, plan_chunks: int, mode: str, interval: int) -> int:
-    """Checkpoint states plus the replay snapshots they need."""
+def ckpt_bytes(engine: CompiledAcoustic, n: int, mode: str, interval: int) -> int:
+    """Checkpoint states plus the replay snapshots they need (``n`` chunks or slots)."""
     nt = engine.geom.nt
     snap = SnapshotStore.bytes_needed(1, engine.snapshot_shape, engine.dtype, None)
     if mode == "chunk":
-        b = _chunk_bounds(nt, plan_chunks)
+        b = _chunk_bounds(nt, n)
         longest = max(b[i + 1] - b[i] for i in range(len(b) - 1))
-        # States at chunk starts (the first is zeros but is kept for simplicity),
-        # one live state for replays, the snapshots of one chunk.
-        return (len(b) - 1 + 1) * engine.state_bytes + (-(-longest // interval) + 1) * snap
-    count = min(plan_chunks, nt + 1)
-    return (count + 1) * engine.state_bytes + snap
+        return (len(b) - 1) * engine.state_bytes + (_n_stored(longest, interval) + 1) * snap
+    return min(n, nt + 1) * engine.state_bytes + snap
 
 
-def working_bytes(engine: CompiledAcoustic, *, gradient: bool, boundary: bool) -> int:
-    """Arrays every run allocates besides the strategy's storage (for estimates)."""
+def working_bytes(engine: CompiledAcoustic, *, gradient: bool) -> int:
+    """Arrays every run allocates besides the strategy's storage (for estimates).
+
+    Forward: its state (kept on the result), padded v^2 dt^2 and receivers.
+    Gradient: also the adjoint state, the per-shot gradient accumulator, the
+    source-amplitude gradient and the model-size outputs.
+    """
     g = engine.geom
     item = engine.dtype.itemsize
-    fields = 2 + 3 * g.ndim  # forward: u_prev, u, psi x2, zeta per axis
-    extra = 3 * g.shot_stride * item  # v2dt2 and model-size temporaries
-    rec = g.n_shots * g.n_rec * g.nt * item
+    fields = 2 + 3 * g.ndim  # u_prev, u, psi x2 and zeta per axis
+    total = 3 * g.shot_stride * item  # v2dt2 and the padding temporaries
+    total += g.n_shots * g.n_rec * g.nt * item
     if gradient:
-        fields += 3 + 4 * g.ndim  # adjoint: lam x2, P x2, Z x2 per axis, grad
-        if boundary:
-            fields += 2  # forward wavefield run backwards
-        rec += g.n_shots * g.n_rec * g.nt * item + 2 * g.n_shots * g.n_src * g.nt * item
-    return fields * engine.field_bytes + extra + rec
+        fields += 3 + 4 * g.ndim  # lam x2, P x2 and Z x2 per axis, gradient
+        total += g.n_shots * g.n_src * g.nt * item + 4 * g.shot_stride * item
+    return total + fields * engine.field_bytes
+
+
+def peak_bytes(engine: CompiledAcoustic, strategy: str, *, interval: int = 1,
+               compression: str | None = None, storage: str = "device",
+               checkpoints: int = 0) -> int:  # fmt: skip
+    """Estimated peak bytes of a forward + adjoint run with one strategy."""
+    base = working_bytes(engine, gradient=strategy != "forward")
+    if strategy == "forward":
+        return base
+    if strategy == "none":
+        return base - engine.field_bytes
+    if strategy == "full":
+        nbytes = full_bytes(engine, interval, compression)
+        if storage != "disk" and compression is None:
+            return base + nbytes
+        # Staged through a scratch chunk plus copies in flight (measured: 2.3-2.8
+        # chunks for disk, ~3.7 with the bf16 conversion's temporaries).  A disk
+        # slower than the kernels can hold up to _DISK_QUEUE_BYTES more in the
+        # writer's queue; that is not counted.
+        chunk = min(full_bytes(engine, interval, None), _SCRATCH_BYTES)
+        extra = int((3.7 if compression else 3.0) * chunk)
+        return base + extra + (0 if storage == "disk" else nbytes)
+    if strategy == "boundary":
+        return base + boundary_bytes(engine) + 2 * engine.field_bytes
+    live = (2 + 3 * engine.geom.ndim) * engine.field_bytes
+    mode = "chunk" if strategy == "ckpt-chunk" else "recursive"
+    return base + ckpt_bytes(engine, checkpoints, mode, interval) + live
 
 
 def estimate(engine: CompiledAcoustic, s: MemorySettings) -> dict[str, int]:
     """Bytes of storage per strategy (without the common working set)."""
+    from .propagator.options import CKPT_DEFAULT_CHUNKS
+
     k = s.interval
     out = {
         "full": full_bytes(engine, k, None),
         "full_bf16": full_bytes(engine, k, "bf16"),
         "boundary": boundary_bytes(engine),
+        "ckpt_chunk": ckpt_bytes(engine, CKPT_DEFAULT_CHUNKS, "chunk", k),
     }
-    from .propagator.options import CKPT_DEFAULT_CHUNKS
-
-    out["ckpt_chunk"] = ckpt_bytes(engine, CKPT_DEFAULT_CHUNKS, "chunk", k)
     if s.memory is not None and s.memory.ckpt is not None:
         ck = s.memory.ckpt
         n = ck.chunks if ck.mode == "chunk" else ck.count
         out[f"ckpt_{ck.mode}"] = ckpt_bytes(engine, n, ck.mode, k)
     return out
+
+
+def plan_peak(engine: CompiledAcoustic, p: MemoryPlan) -> int:
+    """Estimated peak bytes of a forward + adjoint run under plan ``p``."""
+    return peak_bytes(
+        engine,
+        p.strategy,
+        interval=p.interval,
+        compression=p.compression,
+        storage=p.storage or "device",
+        checkpoints=p.checkpoints,
+    )
 
 
 # -- planning ------------------------------------------------------------------------
@@ -380,6 +421,63 @@ def _auto(engine: CompiledAcoustic, s: MemorySettings, estimates: dict[str, int]
         )
     why = f"no strategy fits {device} B of memory; snapshots go to disk"
     return MemoryPlan("full", "disk", storage_bytes=full, estimates=estimates, reason=why)
+
+
+@dataclass
+class MemoryEstimate:
+    """Bytes a gradient run would use, per strategy, without running it.
+
+    Attributes
+    ----------
+    plan : MemoryPlan
+        What the call would do with its memory keywords.
+    peak : int
+        Estimated peak bytes (forward + adjoint) under ``plan``.
+    forward_peak : int
+        Estimated peak bytes of a forward-only call.
+    strategies : dict
+        Estimated peak bytes per strategy: ``"full"``, ``"full_bf16"``,
+        ``"full_disk"`` (memory only; the file holds ``storage["full"]``),
+        ``"boundary"``, ``"ckpt_chunk"`` and ``"ckpt_recursive"`` (the binomial
+        schedule with the requested count, else 20 checkpoints).
+    storage : dict
+        Bytes of snapshots, strips or checkpoints per strategy.
+    """
+
+    plan: MemoryPlan
+    peak: int
+    forward_peak: int
+    strategies: dict[str, int]
+    storage: dict[str, int]
+
+
+def memory_estimate(engine: CompiledAcoustic, s: MemorySettings) -> MemoryEstimate:
+    """Estimate peak bytes of every strategy for one call."""
+    from .propagator.options import CKPT_DEFAULT_CHUNKS
+
+    p = plan(engine, s)
+    k = s.interval
+    ck = s.memory.ckpt if s.memory is not None else None
+    chunks = ck.chunks if ck is not None and ck.mode == "chunk" else CKPT_DEFAULT_CHUNKS
+    count = ck.count if ck is not None and ck.mode == "recursive" else 20
+    strategies = {
+        "full": peak_bytes(engine, "full", interval=k),
+        "full_bf16": peak_bytes(engine, "full", interval=k, compression="bf16"),
+        "full_disk": peak_bytes(engine, "full", interval=k, storage="disk"),
+        "boundary": peak_bytes(engine, "boundary"),
+        "ckpt_chunk": peak_bytes(engine, "ckpt-chunk", interval=k, checkpoints=chunks),
+        "ckpt_recursive": peak_bytes(engine, "ckpt-recursive", interval=k, checkpoints=count),
+    }
+    storage = estimate(engine, s)
+    storage["ckpt_recursive"] = ckpt_bytes(engine, count, "recursive", k)
+    storage["ckpt_chunk"] = ckpt_bytes(engine, chunks, "chunk", k)
+    return MemoryEstimate(
+        plan=p,
+        peak=plan_peak(engine, p),
+        forward_peak=peak_bytes(engine, "forward"),
+        strategies=strategies,
+        storage=storage,
+    )
 
 
 # -- running ---------------------------------------------------------------------------
@@ -708,5 +806,8 @@ def _backward_recursive(engine, tape, adj, grad_rec, bar) -> None:
             live.load(slots[act[1]])
 
 
-__all__ = ["MemoryPlan", "MemorySettings", "Tape", "backward", "check_settings", "forward", "plan"]
+__all__ = [
+    "MemoryEstimate",
+    "MemoryPlan",
+    "MemorySettings", "Tape", "backward", "check_settings", "forward", "plan"]
 _ = AdjState  # re-exported type for annotations in callers

@@ -29,7 +29,7 @@ from ._xp import (
     to_kernel_array,
 )
 
-__all__ = ["AcousticResult", "acoustic"]
+__all__ = ["AcousticResult", "acoustic", "estimate_memory"]
 
 
 @dataclass
@@ -431,6 +431,30 @@ def model_gradient(geom: Geometry, g_v2dt2: Any, v: Any) -> Any:
         live = live & axis.reshape(shape)
     g = g_v2dt2[geom.model_slices()]
     return g * (2.0 * geom.dt**2) * v * xp.asarray(live, dtype=v.dtype)
+
+
+def estimate_memory(
+    v: Any, grid_spacing: float | Sequence[float], dt: float, **kwargs: Any
+) -> _memory.MemoryEstimate:
+    """Estimate the memory of a gradient run of :func:`sweep.acoustic` without running it.
+
+    Takes exactly the arguments of :func:`sweep.acoustic` (validated the same
+    way) and reports, for the compiled implementation, the estimated peak
+    bytes of a forward + adjoint run under each memory strategy, the storage
+    each keeps, and the plan the call's own memory keywords would choose.
+
+    Returns
+    -------
+    MemoryEstimate
+        ``.peak`` (bytes under the chosen plan), ``.plan``, ``.strategies``
+        (peak bytes per strategy), ``.storage`` and ``.forward_peak``.
+    """
+    args = inspect.signature(acoustic).bind(v, grid_spacing, dt, **kwargs)
+    args.apply_defaults()
+    call = _prepare(**args.arguments)
+    xp = __import__("cupy") if is_cupy_array(v) else np
+    engine = CompiledAcoustic(call.geom, xp, np.dtype(val.dtype_name(v)))
+    return _memory.memory_estimate(engine, call.memory)
 
 
 def _check_cotangent(d: Any, receivers: Any) -> None:

@@ -33,6 +33,17 @@ def _load(path: str) -> Any:
     return obj
 
 
+# Keywords of the compiled gradient's memory strategies (see sweep._memory).
+MEMORY_OPTIONS = (
+    "memory",
+    "storage_mode",
+    "storage_compression",
+    "model_gradient_sampling_interval",
+    "storage_bytes_limit_device",
+    "storage_bytes_limit_host",
+)
+
+
 @dataclass(frozen=True)
 class EquationSpec:
     """Static description of one equation.
@@ -86,6 +97,7 @@ class EquationSpec:
         "nt",
         "n_threads",
         "progress",
+        *MEMORY_OPTIONS,
     )
     description: str = ""
 
@@ -189,6 +201,8 @@ def acoustic_eager_plan(
     fill = max_vel if (max_vel is not None and pml_freq is not None) else None
     v_host = _host_proxy(v, fill, "v", traced_needs)
     amp_host = _host_proxy(source_amplitudes, 0.0, "source_amplitudes", "")
+    # Memory strategies belong to the compiled adjoint; eager gradients come from autodiff.
+    settings = {k: x for k, x in settings.items() if k not in MEMORY_OPTIONS}
     bound = inspect.signature(acoustic).bind(
         v_host, source_amplitudes=amp_host, impl="eager", **settings
     )

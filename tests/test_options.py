@@ -65,8 +65,11 @@ def test_boundary_defaults_and_cpu_settings():
 
 
 def test_boundary_storage_choice():
-    with pytest.raises(ValueError, match=r"BoundaryOptions\.storage must be one of 'gpu', 'cpu'"):
-        BoundaryOptions(storage="disk")
+    with pytest.raises(
+        ValueError, match=r"BoundaryOptions\.storage must be one of 'gpu', 'cpu', 'disk'"
+    ):
+        BoundaryOptions(storage="ram")
+    assert BoundaryOptions(storage="disk", transfer_interval=8).storage == "disk"
 
 
 @pytest.mark.parametrize("interval", [0, -2])

@@ -105,20 +105,24 @@ class BoundaryOptions:
 
     Parameters
     ----------
-    storage : {"gpu", "cpu"}
-        Keep the saved boundaries on the device, or stage them in host memory.
+    storage : {"gpu", "cpu", "disk"}
+        Keep the saved boundaries in device memory (for NumPy arrays: host
+        memory), stage them in host memory, or write them to a temporary file
+        (``SWEEP_TMPDIR`` chooses the folder) when they do not fit in memory.
     transfer_interval : int
-        Steps between host transfers; only with ``storage="cpu"`` (>= 1).
+        Steps per device-to-host transfer; only with ``storage="cpu"`` or
+        ``"disk"`` (>= 1).
     pinned_memory : bool
-        Use pinned host memory for the transfers; only with ``storage="cpu"``.
+        Use pinned host memory for the transfers; only with ``storage="cpu"``
+        (CuPy arrays; host arrays need no transfer).
     """
 
-    storage: Literal["gpu", "cpu"] = "gpu"
+    storage: Literal["gpu", "cpu", "disk"] = "gpu"
     transfer_interval: int = 1
     pinned_memory: bool = False
 
     def __post_init__(self) -> None:
-        _check_choice("BoundaryOptions", "storage", self.storage, ("gpu", "cpu"))
+        _check_choice("BoundaryOptions", "storage", self.storage, ("gpu", "cpu", "disk"))
         _check_int("BoundaryOptions", "transfer_interval", self.transfer_interval)
         _check_bool("BoundaryOptions", "pinned_memory", self.pinned_memory)
         if self.transfer_interval < 1:
@@ -130,10 +134,10 @@ class BoundaryOptions:
                 "BoundaryOptions.transfer_interval only applies to storage='cpu'; with "
                 f"storage='gpu' it must stay 1, got {self.transfer_interval}"
             )
-        if self.storage == "gpu" and self.pinned_memory:
+        if self.storage != "cpu" and self.pinned_memory:
             raise ValueError(
                 "BoundaryOptions.pinned_memory only applies to storage='cpu'; with "
-                "storage='gpu' it must stay False"
+                f"storage={self.storage!r} it must stay False"
             )
 
 

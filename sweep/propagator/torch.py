@@ -138,6 +138,11 @@ class PropTorch(torch.nn.Module):
         self.memory = self.cuda_options.memory
         self.use_ckpt, self.ckpt_chunks = use_ckpt, ckpt_chunks
         self._memory = memory_kwargs(self.spec, self.memory) if self.impl == "c" else {}
+        if self._memory and self.settings.get("memory") is not None:
+            raise ValueError(
+                "memory options were given twice (memory= and cuda_options=CUDAOptions("
+                "memory=...)); pass one of them"
+            )
         self._compiled: dict[tuple, tuple[Any, Any]] = {}
         self.last_wavefield: torch.Tensor | None = None
         self.last_state: Any = None
