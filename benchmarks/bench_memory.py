@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_acoustic as ba  # noqa: E402
+import bench_acoustic as ba
 
 STRATEGIES = {
     "full": {},

@@ -809,5 +809,11 @@ def _backward_recursive(engine, tape, adj, grad_rec, bar) -> None:
 __all__ = [
     "MemoryEstimate",
     "MemoryPlan",
-    "MemorySettings", "Tape", "backward", "check_settings", "forward", "plan"]
+    "MemorySettings",
+    "Tape",
+    "backward",
+    "check_settings",
+    "forward",
+    "plan",
+]
 _ = AdjState  # re-exported type for annotations in callers

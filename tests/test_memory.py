@@ -229,7 +229,7 @@ def test_full_disk_is_a_clear_error_before_compute(tmp_path, monkeypatch):
     monkeypatch.setattr(
         sweep._compiled.CompiledAcoustic, "forward_steps", lambda *a, **k: called.append(1)
     )
-    with pytest.raises(_storage.StorageError, match="SWEEP_TMPDIR|storage_mode"):
+    with pytest.raises(_storage.StorageError, match=r"SWEEP_TMPDIR|storage_mode"):
         sweep.vjp(sweep.acoustic, **random_problem(2, nt=40), storage_mode="disk")
     assert not called
     assert not os.listdir(tmp_path)
@@ -386,7 +386,7 @@ def test_cuda_strategies_match_cpu(ndim, memory, tmp_path, monkeypatch):
     problem = random_problem(ndim, accuracy=8, free_surface=FREE[ndim])
     out_c, pb_c = sweep.vjp(sweep.acoustic, **problem, impl="c", **memory)
     gpu = {k: cupy.asarray(x) if k in ("v", "source_amplitudes") else x for k, x in problem.items()}
-    out_g, pb_g = sweep.vjp(sweep.acoustic, **gpu, impl="c", **memory)
+    _, pb_g = sweep.vjp(sweep.acoustic, **gpu, impl="c", **memory)
     d = np.random.default_rng(3).standard_normal(out_c.receivers.shape)
     g_c, g_g = pb_c(d), pb_g(cupy.asarray(d))
     for key in ("v", "source_amplitudes"):
