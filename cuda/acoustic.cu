@@ -6,8 +6,10 @@
  * (rendered from sweep/_fd.py); see sweep/_cuda_backend.py.  The per-point
  * arithmetic is acoustic_stencil.h, the same code the CPU kernels run, so the
  * two backends cannot drift apart.  One step is: stencil kernel, then
- * sources/receivers (one thread per shot, sequential within a shot so
- * repeated locations accumulate deterministically), then free-surface ghosts.
+ * receivers (one thread per receiver, or per receiver cell in the adjoint so
+ * that repeated locations accumulate in a fixed order), sources (one thread
+ * per shot, sequential within a shot for the same reason), then free-surface
+ * ghosts.
  */
 #include "sweep_common.h"
 #include "acoustic_stencil.h"
@@ -102,17 +104,33 @@ extern "C" __global__ void acoustic_forward_sources(const sweep_acoustic_params 
   if (shot >= p.n_shots) return;
   const sweep_int off = shot * p.shot_stride;
   const R *v2dt2 = (const R *)f.v2dt2;
-  if (f.rec) {
-    for (sweep_int r = 0; r < p.n_rec; ++r)
-      ((R *)f.rec)[(shot * p.n_rec + r) * p.nt + t] =
-          ((const R *)f.u)[off + f.rec_idx[shot * p.n_rec + r]];
-  }
   if (f.src_amp) {
     for (sweep_int k = 0; k < p.n_src; ++k) {
       const sweep_int j = f.src_idx[shot * p.n_src + k];
       ((R *)f.u_prev)[off + j] -= v2dt2[j] * ((const R *)f.src_amp)[(shot * p.n_src + k) * p.nt + t];
     }
   }
+}
+
+/* Receivers record u^t: one thread per (shot, receiver). */
+extern "C" __global__ void acoustic_record(const sweep_acoustic_params p,
+                                           const sweep_acoustic_fields f, sweep_int t) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_rec) return;
+  const sweep_int shot = item / p.n_rec;
+  ((R *)f.rec)[item * p.nt + t] = ((const R *)f.u)[shot * p.shot_stride + f.rec_idx[item]];
+}
+
+/* Adjoint receiver injection: one thread per (shot, receiver cell); the
+ * receivers of one cell add in receiver order (as on the CPU). */
+extern "C" __global__ void acoustic_inject_residuals(const sweep_acoustic_params p,
+                                                     const sweep_acoustic_fields f, sweep_int t) {
+  const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= p.n_rec_groups) return;
+  const sweep_int *grp = f.rec_groups + 4 * g;
+  R *lam_prev = (R *)f.u_prev + grp[0] * p.shot_stride + grp[1];
+  for (sweep_int k = grp[2]; k < grp[3]; ++k)
+    *lam_prev += ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
 }
 
 /* Odd mirror into the ghost rows of face (axis d, side); one thread per ghost cell. */
@@ -198,11 +216,6 @@ extern "C" __global__ void acoustic_adjoint_sources(const sweep_acoustic_params 
     /* Sampled like the snapshots (the caller scales by store_every). */
     if (f.grad_v2dt2 && f.src_amp && t % p.store_every == 0)
       ((R *)f.grad_v2dt2)[off + j] -= ((const R *)f.src_amp)[a] * lam[off + j];
-  }
-  if (f.rec) {
-    for (sweep_int r = 0; r < p.n_rec; ++r)
-      ((R *)f.u_prev)[off + f.rec_idx[shot * p.n_rec + r]] +=
-          ((const R *)f.rec)[(shot * p.n_rec + r) * p.nt + t];
   }
   if (f.recon_u && f.grad_v2dt2 && f.src_amp) {
     /* u^{t+1} held the source term of step t; the backward step removes it. */

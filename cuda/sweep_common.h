@@ -57,6 +57,7 @@ typedef struct sweep_acoustic_params {
   sweep_int model_hi[3];
   sweep_int store_every;  /* snapshot sampling interval k: steps t with t % k == 0 are stored */
   sweep_int n_band;       /* cells per shot in band_idx (boundary saving), else 0 */
+  sweep_int n_rec_groups; /* entries of rec_groups (CUDA receiver injection) */
   double rdx[3];          /* 1 / grid spacing */
   double rdx2[3];         /* 1 / grid spacing^2 */
 } sweep_acoustic_params;
@@ -93,6 +94,12 @@ typedef struct sweep_acoustic_fields {
   void *band_w;           /* (n_steps, n_shots, n_band): W^t on the band */
   void *recon_u_next;     /* adjoint pass only: u^{t+1} on entry, receives u^{t-1} */
   void *recon_u;          /* adjoint pass only: u^t */
+  /* CUDA adjoint receiver injection, one thread per (shot, receiver cell):
+   * rec_groups[4 g .. 4 g + 3] = shot, cell, first, end into rec_order, which
+   * lists receivers (shot * n_rec + r) by cell, in receiver order, so
+   * duplicates add in the same order as on the CPU.  Unused by the CPU. */
+  const sweep_int *rec_groups;
+  const sweep_int *rec_order;
 } sweep_acoustic_fields;
 
 #endif /* SWEEP_COMMON_H */

@@ -103,6 +103,7 @@ class CompiledAcoustic:
         self.n_threads = int(n_threads or (1 if small else 0))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
         self._band_idx: Any = None
+        self._groups: Any = None
 
     def _run(self, *args: Any) -> None:
         # Imported on first use, so planners can size a run without the kernels.
@@ -162,6 +163,27 @@ class CompiledAcoustic:
             f.set("src_idx", xp.asarray(g.src_idx))
         if g.n_rec:
             f.set("rec_idx", xp.asarray(g.rec_idx))
+            if xp is not np:
+                groups, order = self._rec_groups()
+                f.set("rec_groups", groups)
+                f.set("rec_order", order)
+
+    def _rec_groups(self) -> tuple[Any, Any]:
+        """Receivers grouped by cell for the CUDA adjoint injection (see sweep_common.h)."""
+        if self._groups is None:
+            g = self.geom
+            keys = (np.arange(g.n_shots)[:, None] * g.shot_stride + g.rec_idx).ravel()
+            order = np.argsort(keys, kind="stable")
+            sorted_keys = keys[order]
+            first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+            end = np.r_[first[1:], len(keys)]
+            cell = sorted_keys[first]
+            groups = np.stack([cell // g.shot_stride, cell % g.shot_stride, first, end], axis=1)
+            self._groups = (
+                self.xp.asarray(np.ascontiguousarray(groups, dtype=np.int64)),
+                self.xp.asarray(order.astype(np.int64)),
+            )
+        return self._groups
 
     def _band(self, f: _Fields) -> None:
         if self._band_idx is None:
@@ -172,6 +194,8 @@ class CompiledAcoustic:
         p = self.geom.params()
         p["store_every"] = store_every
         p["n_band"] = len(self.geom.band_idx) if band else 0
+        if self._groups is not None:
+            p["n_rec_groups"] = self._groups[0].shape[0]
         return p
 
     # -- stepping ----------------------------------------------------------------

@@ -101,12 +101,18 @@ def acoustic_run(
     recon = adjoint and bool(int(f["recon_u"])) and bool(int(f["grad_v2dt2"]))
     band = mod.get_function("acoustic_band_restore" if adjoint else "acoustic_band_save")
     band_grid = ((n_shots * n_band + 255) // 256,)
+    # Receivers: one thread each (forward), one per receiver cell (adjoint).
+    receivers = mod.get_function("acoustic_inject_residuals" if adjoint else "acoustic_record")
+    n_rec_items = int(p["n_rec_groups"]) if adjoint else n_shots * int(p["n_rec"])
+    rec_grid = ((n_rec_items + 255) // 256,) if int(f["rec"]) and n_rec_items else None
     for step in steps:
         # Same slot rule as the CPU driver (store_slot in acoustic_cpu_impl.h).
         slot = step // k - (t_first + k - 1) // k if step % k == 0 else -1
         if not adjoint and n_band:
             band(band_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
         main(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
+        if rec_grid is not None:
+            receivers(rec_grid, (256,), (p[()], f[()], np.int64(step)))
         sources(shot_grid, (128,), (p[()], f[()], np.int64(step)))
         if recon and n_band:
             band(

@@ -31,6 +31,7 @@ ACOUSTIC_PARAMS = np.dtype(
         ("model_hi", _I, (3,)),
         ("store_every", _I),
         ("n_band", _I),
+        ("n_rec_groups", _I),
         ("rdx", _F, (3,)),
         ("rdx2", _F, (3,)),
     ],
@@ -62,6 +63,8 @@ ACOUSTIC_FIELDS = np.dtype(
         ("band_w", _P),
         ("recon_u_next", _P),
         ("recon_u", _P),
+        ("rec_groups", _P),
+        ("rec_order", _P),
     ],
     align=True,
 )
