@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _hostmem
 from ._grid import Geometry
 from ._params import ACOUSTIC_FIELDS
 
@@ -139,6 +140,8 @@ class CompiledAcoustic:
 
     # -- buffers ---------------------------------------------------------------
     def zeros(self, *shape: int) -> Any:
+        if self.xp is np:
+            return _hostmem.zeros(shape, self.dtype)
         return self.xp.zeros(shape, dtype=self.dtype)
 
     def field(self) -> Any:

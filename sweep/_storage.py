@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _hostmem
+
 __all__ = ["SnapshotStore", "StorageError", "from_bf16", "to_bf16"]
 
 MODES = ("device", "cpu", "disk")
@@ -442,7 +444,11 @@ class SnapshotStore:
     def _allocate(self) -> None:
         shape = (self.n_slots, *self.item_shape)
         try:
-            if self._on_device:
+            if self._on_device and not self._cupy:
+                # Huge pages: first-touch page faults dominate writing a large store.
+                self._buf = _hostmem.zeros(shape, self._stored)
+                where = "host"
+            elif self._on_device:
                 self._buf = self._xp.empty(shape, dtype=self._stored)
                 where = "GPU" if self._cupy else "host"
             else:

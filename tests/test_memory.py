@@ -392,3 +392,55 @@ def test_cuda_strategies_match_cpu(ndim, memory, tmp_path, monkeypatch):
     for key in ("v", "source_amplitudes"):
         ref = g_c[key]
         np.testing.assert_allclose(g_g[key].get(), ref, rtol=0, atol=1e-10 * np.abs(ref).max())
+
+
+# -- adapters -------------------------------------------------------------------------------
+def _adapter_problem():
+    problem = random_problem(2, nt=40, n_shots=1)
+    v, amp = problem.pop("v"), problem.pop("source_amplitudes")
+    problem.pop("free_surface")
+    return v, amp, problem
+
+
+def test_prop_torch_uses_the_memory_strategies():
+    torch = pytest.importorskip("torch")
+    from sweep.propagator.options import CUDAOptions
+    from sweep.propagator.torch import PropTorch
+
+    v, amp, settings = _adapter_problem()
+
+    def grad(**options):
+        prop = PropTorch("acoustic", impl="c", **settings, **options)
+        x = torch.from_numpy(v).requires_grad_(True)
+        prop(x, source_amplitudes=torch.from_numpy(amp)).square().sum().backward()
+        return x.grad.numpy()
+
+    ref = grad()
+    assert np.array_equal(grad(cuda_options=CUDAOptions(memory=RECURSIVE)), ref)
+    assert np.array_equal(grad(storage_mode="cpu"), ref)
+    np.testing.assert_allclose(grad(memory=BOUNDARY), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    with pytest.raises(ValueError, match="given twice"):
+        PropTorch(
+            "acoustic", impl="c", **settings, memory=BOUNDARY,
+            cuda_options=CUDAOptions(memory=RECURSIVE),
+        )  # fmt: skip
+
+
+def test_prop_jax_uses_the_memory_strategies():
+    jax = pytest.importorskip("jax")
+    from sweep.propagator.jax import PropJax
+
+    v, amp, settings = _adapter_problem()
+
+    def grad(**options):
+        prop = PropJax("acoustic", impl="c", **settings, **options)
+        return np.asarray(
+            jax.grad(lambda x: (prop(x, source_amplitudes=amp) ** 2).sum())(jax.numpy.asarray(v))
+        )
+
+    with jax.enable_x64(True):
+        ref = grad()
+        assert np.array_equal(grad(memory=CHUNKS), ref)
+        np.testing.assert_allclose(
+            grad(memory=BOUNDARY), ref, rtol=0, atol=1e-12 * np.abs(ref).max()
+        )
