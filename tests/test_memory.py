@@ -444,3 +444,15 @@ def test_prop_jax_uses_the_memory_strategies():
         np.testing.assert_allclose(
             grad(memory=BOUNDARY), ref, rtol=0, atol=1e-12 * np.abs(ref).max()
         )
+
+
+def test_memory_options_auto_matches_the_default_choice():
+    v, kw = _survey(nt=100)
+    est = sweep.estimate_memory(v, **kw, storage_bytes_limit_host=1)
+    auto = sweep.estimate_memory(
+        v, **kw, memory=MemoryOptions(strategy="auto"), storage_bytes_limit_host=1
+    )
+    assert est.plan.strategy == auto.plan.strategy == "full"
+    assert auto.plan.storage == "disk"
+    with pytest.raises(ValueError, match="takes neither boundary nor ckpt"):
+        MemoryOptions(strategy="auto", ckpt=CkptOptions())

@@ -168,7 +168,7 @@ def test_memory_boundary_and_ckpt_exclusive(strategy):
 
 @pytest.mark.parametrize("kw", [{"boundary": BoundaryOptions()}, {"ckpt": CkptOptions()}])
 def test_memory_no_strategy_takes_no_blocks(kw):
-    with pytest.raises(ValueError, match=r"strategy=None\) stores the full wavefield"):
+    with pytest.raises(ValueError, match=r"strategy=None\) takes neither boundary nor ckpt"):
         MemoryOptions(strategy=None, **kw)
 
 

@@ -192,20 +192,23 @@ class MemoryOptions:
 
     Parameters
     ----------
-    strategy : {None, "boundary", "ckpt"}
-        None stores the full forward wavefield.
+    strategy : {None, "boundary", "ckpt", "auto"}
+        None stores the full forward wavefield; "auto" picks the fastest
+        strategy that fits the byte budgets (see docs/memory.md).
     boundary : BoundaryOptions, optional
         Required with ``strategy="boundary"``, forbidden otherwise.
     ckpt : CkptOptions, optional
         Required with ``strategy="ckpt"``, forbidden otherwise.
     """
 
-    strategy: Literal["boundary", "ckpt"] | None = None
+    strategy: Literal["boundary", "ckpt", "auto"] | None = None
     boundary: BoundaryOptions | None = None
     ckpt: CkptOptions | None = None
 
     def __post_init__(self) -> None:
-        _check_choice("MemoryOptions", "strategy", self.strategy, (None, "boundary", "ckpt"))
+        _check_choice(
+            "MemoryOptions", "strategy", self.strategy, (None, "boundary", "ckpt", "auto")
+        )
         if self.boundary is not None and not isinstance(self.boundary, BoundaryOptions):
             raise TypeError(
                 "MemoryOptions.boundary must be a BoundaryOptions, got "
@@ -226,10 +229,10 @@ class MemoryOptions:
             )
         if self.strategy == "ckpt" and self.ckpt is None:
             raise ValueError("MemoryOptions(strategy='ckpt') requires ckpt=CkptOptions(...)")
-        if self.strategy is None and (self.boundary is not None or self.ckpt is not None):
+        if self.strategy in (None, "auto") and (self.boundary is not None or self.ckpt is not None):
             raise ValueError(
-                "MemoryOptions(strategy=None) stores the full wavefield and takes neither "
-                "boundary nor ckpt options; set strategy='boundary' or 'ckpt'"
+                f"MemoryOptions(strategy={self.strategy!r}) takes neither boundary nor ckpt "
+                "options; set strategy='boundary' or 'ckpt' to use them"
             )
 
 
