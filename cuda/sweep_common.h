@@ -90,6 +90,8 @@ typedef struct sweep_acoustic_fields {
   /* Boundary saving: band = model cells within a halo of the CPML (the model
    * cells the interior time reversal cannot recompute), flat indices per shot. */
   const sweep_int *band_idx; /* (n_band,) */
+  const sweep_int *band_row; /* (shape[0] * shape[1],) first band_idx entry of each row, or -1
+                                (CPU: the forward saves the band while it sweeps the row) */
   void *band_u;           /* (n_steps, n_shots, n_band): u^t on the band */
   void *band_w;           /* (n_steps, n_shots, n_band): W^t on the band */
   void *recon_u_next;     /* adjoint pass only: u^{t+1} on entry, receives u^{t-1} */

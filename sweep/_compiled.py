@@ -190,8 +190,12 @@ class CompiledAcoustic:
 
     def _band(self, f: _Fields) -> None:
         if self._band_idx is None:
-            self._band_idx = self.xp.asarray(self.geom.band_idx)
-        f.set("band_idx", self._band_idx)
+            self._band_idx = (
+                self.xp.asarray(self.geom.band_idx),
+                self.xp.asarray(self.geom.band_row),
+            )
+        f.set("band_idx", self._band_idx[0])
+        f.set("band_row", self._band_idx[1])
 
     def _params(self, store_every: int, band: bool) -> np.ndarray:
         p = self.geom.params()

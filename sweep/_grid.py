@@ -226,6 +226,21 @@ class Geometry:
         band[tuple(slice(*self.plain_range(d)) for d in range(self.ndim))] = False
         return np.flatnonzero(band).astype(np.int64)
 
+    @cached_property
+    def band_row(self) -> np.ndarray:
+        """First position in :attr:`band_idx` of each padded row's band cells.
+
+        One entry per row (z, y) of a shot's padded field; -1 when the row has
+        no band cells.
+        """
+        n_x = self.padded_shape[-1]
+        rows = self.band_idx // n_x
+        n_rows = self.shot_stride // n_x
+        out = np.full(n_rows, -1, dtype=np.int64)
+        first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
+        out[rows[first]] = first
+        return out
+
     def pad_v2dt2(self, v: np.ndarray) -> np.ndarray:
         """(v dt)^2 on the padded grid for the compiled kernels (host or CuPy array).
 

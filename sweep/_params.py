@@ -59,6 +59,7 @@ ACOUSTIC_FIELDS = np.dtype(
         ("grad_v2dt2", _P),
         ("grad_src", _P),
         ("band_idx", _P),
+        ("band_row", _P),
         ("band_u", _P),
         ("band_w", _P),
         ("recon_u_next", _P),

@@ -170,11 +170,14 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
       psi_all[d] = f->psi[d];
       psi_new_all[d] = f->psi_new[d];
     }
-    /* W^n of one row, copied into the compact snapshot (model cells only). */
-    SWEEP_R *wrow = f->store ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2]) : NULL;
+    /* W^n of one row, copied into the compact snapshot (model cells only)
+     * and/or the band save. */
+    SWEEP_R *wrow = f->store || n_band ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2]) : NULL;
     for (sweep_int t = t0; t < t0 + n_steps; ++t) {
       const sweep_int slot = f->store ? SWEEP_FN(store_slot)(p, t, t0) : -1;
       SWEEP_R *store = slot >= 0 ? (SWEEP_R *)f->store + slot * p->n_shots * mc : NULL;
+      SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u + (t - t0) * p->n_shots * n_band : NULL;
+      SWEEP_R *bw = n_band ? (SWEEP_R *)f->band_w + (t - t0) * p->n_shots * n_band : NULL;
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
         const sweep_int shot = item / n_tiles;
@@ -190,7 +193,8 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
             const sweep_int base = z * p->stride[0] + y * p->stride[1];
             const int outer = SWEEP_FN(row_mask)(p, z, y);
             const sweep_int srow = store ? SWEEP_FN(model_row)(p, z, y) : -1;
-            SWEEP_R *wr = srow >= 0 ? wrow : NULL;
+            const sweep_int brow = n_band ? f->band_row[z * p->shape[1] + y] : -1;
+            SWEEP_R *wr = srow >= 0 || brow >= 0 ? wrow : NULL;
 #define SWEEP_FWD_ROW(x0, x1, m)                                                               \
   SWEEP_FN(fwd_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb, wr, base, z, y, \
                     x0, x1, m)
@@ -202,22 +206,26 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
 #undef SWEEP_FWD_ROW
 #undef SWEEP_ROW_EDGE
 #undef SWEEP_ROW_MID
-            if (wr) memcpy(store + shot * mc + srow, wr + mlo2, sizeof(SWEEP_R) * m2);
+            if (srow >= 0) memcpy(store + shot * mc + srow, wr + mlo2, sizeof(SWEEP_R) * m2);
+            if (brow >= 0) {
+              /* Band cells of this row, in band_idx order: the whole model row,
+               * or its ends when the row is plain in z and y. */
+              SWEEP_R *bu_s = bu + shot * n_band + brow, *bw_s = bw + shot * n_band + brow;
+              const SWEEP_R *u_row = u + off + base;
+              const sweep_int mhi2 = p->model_hi[2];
+              const sweep_int a = outer || p->plain_lo[2] > mhi2 ? mhi2 : p->plain_lo[2];
+              const sweep_int b = outer || p->plain_hi[2] < a ? mhi2 : p->plain_hi[2];
+              sweep_int k = 0;
+              for (sweep_int x = mlo2; x < a; ++x, ++k) {
+                bu_s[k] = u_row[x];
+                bw_s[k] = wr[x];
+              }
+              for (sweep_int x = b; x < mhi2; ++x, ++k) {
+                bu_s[k] = u_row[x];
+                bw_s[k] = wr[x];
+              }
+            }
           }
-        }
-      }
-      /* Boundary saving: u^t and W^t of the band (u and psi still hold step t). */
-      if (n_band) {
-        SWEEP_R *bu = (SWEEP_R *)f->band_u + (t - t0) * p->n_shots * n_band;
-        SWEEP_R *bw = (SWEEP_R *)f->band_w + (t - t0) * p->n_shots * n_band;
-#pragma omp for schedule(static) nowait
-        for (sweep_int item = 0; item < p->n_shots * n_band; ++item) {
-          const sweep_int shot = item / n_band, j = item % n_band;
-          const sweep_int i = f->band_idx[j];
-          SWEEP_R *psi[3];
-          SWEEP_FN(shot_axes)(psi_all, shot * ss, psi);
-          bu[item] = u[shot * ss + i];
-          bw[item] = SWEEP_FN(acoustic_w_model_point)(p, u + shot * ss, psi, i);
         }
       }
       /* Receivers record u^t; sources add -v^2 dt^2 f^t to u^{t+1} (now in u_prev). */

@@ -19,7 +19,7 @@ static int sweep_layout_probe(long long *out, int n) {
       sizeof(sweep_acoustic_fields), SWEEP_F(v2dt2), SWEEP_F(u_prev), SWEEP_F(u), SWEEP_F(psi),
       SWEEP_F(psi_new), SWEEP_F(zeta), SWEEP_F(zeta_new), SWEEP_F(pml_a), SWEEP_F(pml_b),
       SWEEP_F(src_amp), SWEEP_F(src_idx), SWEEP_F(rec), SWEEP_F(rec_idx), SWEEP_F(store),
-      SWEEP_F(grad_v2dt2), SWEEP_F(grad_src), SWEEP_F(band_idx), SWEEP_F(band_u),
+      SWEEP_F(grad_v2dt2), SWEEP_F(grad_src), SWEEP_F(band_idx), SWEEP_F(band_row), SWEEP_F(band_u),
       SWEEP_F(band_w), SWEEP_F(recon_u_next), SWEEP_F(recon_u), SWEEP_F(rec_groups),
       SWEEP_F(rec_order)};
   const int m = (int)(sizeof(v) / sizeof(v[0]));

@@ -456,3 +456,17 @@ def test_memory_options_auto_matches_the_default_choice():
     assert auto.plan.storage == "disk"
     with pytest.raises(ValueError, match="takes neither boundary nor ckpt"):
         MemoryOptions(strategy="auto", ckpt=CkptOptions())
+
+
+@pytest.mark.parametrize("shape", [(7, 9), (7, 30), (30, 7)])
+def test_boundary_saving_on_models_narrower_than_two_halos(shape):
+    """With accuracy 8 every cell of a 7-cell axis is in the band."""
+    problem = random_problem(2, accuracy=8, nt=30)
+    rng = np.random.default_rng(0)
+    problem["v"] = 1500.0 + 500.0 * rng.random(shape)
+    problem["source_locations"] = np.array([[[3, 3]], [[4, 5]]])
+    problem["source_amplitudes"] = problem["source_amplitudes"][:, :1]
+    problem["receiver_locations"] = np.array([[[2, 2], [5, 6]]] * 2)
+    _, ref = _gradients(problem)
+    _, got = _gradients(problem, memory=BOUNDARY)
+    np.testing.assert_allclose(got["v"], ref["v"], rtol=0, atol=1e-12 * np.abs(ref["v"]).max())
