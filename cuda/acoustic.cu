@@ -174,8 +174,8 @@ extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
   }
   const R *lam = (const R *)f.u + off;
   const int mask = sweep_pml_mask(p, c);
-  FN(acoustic_adj_point)(&p, (const R *)f.v2dt2, lam, (R *)f.u_prev + off, P, Pn, Z, Zn, pa, pb,
-                         i, c[0], c[1], c[2], mask);
+  FN(acoustic_adj_point)(&p, (const R *)f.adj_g + off, lam, (R *)f.u_prev + off, P, Pn, Z, Zn,
+                         pa, pb, i, c[0], c[1], c[2], mask);
   if (!f.grad_v2dt2) return;
   R *grad = (R *)f.grad_v2dt2 + off;
   if (f.store && slot >= 0) {
@@ -186,6 +186,16 @@ extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
   if (f.recon_u && !mask)
     FN(acoustic_recon_point)(&p, (const R *)f.v2dt2, (const R *)f.recon_u + off,
                              (R *)f.recon_u_next + off, lam, grad, i);
+}
+
+/* g = v^2 dt^2 lambda of every cell of every shot, before acoustic_adjoint. */
+extern "C" __global__ void acoustic_adjoint_g(const sweep_acoustic_params p,
+                                              const sweep_acoustic_fields f) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.shot_stride) return;
+  ((R *)f.adj_g)[item] =
+      FN(acoustic_adj_g)((const R *)f.v2dt2, (const R *)f.u + item - item % p.shot_stride,
+                         item % p.shot_stride);
 }
 
 /* Boundary saving, adjoint: correlate the band's saved W^t and restore u^{t-1} there

@@ -176,13 +176,20 @@ SWEEP_HD void SWEEP_FN(acoustic_recon_point)(const sweep_acoustic_params *p,
 
 /*
  * Adjoint update of point i: lam holds the adjoint of u^{n+1}, lam_prev that
- * of u^{n+2} on entry and receives the adjoint of u^n.  P/Z hold the adjoints
- * of psi^{n+1}/zeta^{n+1}; P_new/Z_new receive those of psi^n/zeta^n.
- * The CPML bits of flags mean what they mean in the forward update; the
- * model-gradient correlation is the caller's (it depends on the strategy).
+ * of u^{n+2} on entry and receives the adjoint of u^n; g = v^2 dt^2 lam,
+ * computed once per step by the caller (acoustic_adj_g) so that the stencil
+ * reads one array per tap.  P/Z hold the adjoints of psi^{n+1}/zeta^{n+1};
+ * P_new/Z_new receive those of psi^n/zeta^n.  The CPML bits of flags mean
+ * what they mean in the forward update; the model-gradient correlation is
+ * the caller's (it depends on the strategy).
  */
+SWEEP_HD SWEEP_R SWEEP_FN(acoustic_adj_g)(const SWEEP_R *SWEEP_RESTRICT v2dt2,
+                                          const SWEEP_R *SWEEP_RESTRICT lam, sweep_int i) {
+  return v2dt2[i] * lam[i];
+}
+
 SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
-    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
+    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT g,
     const SWEEP_R *SWEEP_RESTRICT lam, SWEEP_R *SWEEP_RESTRICT lam_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pml_a, const SWEEP_R *const *pml_b,
@@ -190,8 +197,8 @@ SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
   SWEEP_COEFFS;
   const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R acc = 0;
-  const SWEEP_R gi = v2dt2[i] * lam[i];
-#define ACC_G(k) (v2dt2[i + (k) * s] * lam[i + (k) * s])
+  const SWEEP_R gi = g[i];
+#define ACC_G(k) g[i + (k) * s]
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
     const sweep_int s = p->stride[d];

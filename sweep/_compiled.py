@@ -83,6 +83,7 @@ class AdjState:
         g = engine.geom
         self.lam_prev = engine.field()
         self.lam = engine.field()
+        self.g = engine.field()  # v^2 dt^2 lambda, rewritten every step
         self.P = {ax: [engine.field(), engine.field()] for ax in engine.axes}
         self.Z = {ax: [engine.field(), engine.field()] for ax in engine.axes}
         self.grad_v2dt2 = engine.field() if model else None
@@ -282,6 +283,7 @@ class CompiledAcoustic:
             f.set("rec", grad_rec)
         f.set("u_prev", adj.lam_prev)
         f.set("u", adj.lam)
+        f.set("adj_g", adj.g)
         for ax in self.axes:
             f.set("psi", adj.P[ax][0], ax)
             f.set("psi_new", adj.P[ax][1], ax)

@@ -255,7 +255,7 @@ def working_bytes(engine: CompiledAcoustic, *, gradient: bool) -> int:
     total = 3 * g.shot_stride * item  # v2dt2 and the padding temporaries
     total += g.n_shots * g.n_rec * g.nt * item
     if gradient:
-        fields += 3 + 4 * g.ndim  # lam x2, P x2 and Z x2 per axis, gradient
+        fields += 4 + 4 * g.ndim  # lam x2, v^2 dt^2 lam, P x2 and Z x2 per axis, gradient
         total += g.n_shots * g.n_src * g.nt * item + 4 * g.shot_stride * item
     return total + fields * engine.field_bytes
 

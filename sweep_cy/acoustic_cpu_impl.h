@@ -41,14 +41,14 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
-    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *lam, SWEEP_R *lam_prev,
+    const sweep_acoustic_params *p, const SWEEP_R *g, const SWEEP_R *lam, SWEEP_R *lam_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z, sweep_int y,
     sweep_int x0, sweep_int x1, const int mask) {
 #pragma omp simd
   for (sweep_int x = x0; x < x1; ++x)
-    SWEEP_FN(acoustic_adj_point)(p, v2dt2, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, base + x, z,
-                                 y, x, mask);
+    SWEEP_FN(acoustic_adj_point)(p, g, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, base + x, z, y,
+                                 x, mask);
 }
 
 /* Model cells per shot (the compact layout of full-storage snapshots). */
@@ -298,9 +298,20 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
       Zn_all[d] = f->zeta_new[d];
     }
     SWEEP_R *grad_all = (SWEEP_R *)f->grad_v2dt2;
+    SWEEP_R *g_all = (SWEEP_R *)f->adj_g;
+    const sweep_int n_rows = p->n_shots * p->shape[0] * p->shape[1], nx = p->shape[2];
     for (sweep_int t = t_end - 1; t >= t_begin; --t) {
       const sweep_int slot = f->store && grad_all ? SWEEP_FN(store_slot)(p, t, t_begin) : -1;
       const SWEEP_R *store = slot >= 0 ? (const SWEEP_R *)f->store + slot * p->n_shots * mc : NULL;
+      /* g = v^2 dt^2 lambda once per cell (halo and ghosts included), so the
+       * stencil below reads one array per tap instead of two. */
+#pragma omp for schedule(static)
+      for (sweep_int r = 0; r < n_rows; ++r) {
+        const sweep_int o = r * nx, ov = o % ss;
+#pragma omp simd
+        for (sweep_int x = 0; x < nx; ++x)
+          g_all[o + x] = SWEEP_FN(acoustic_adj_g)(v2dt2 + ov, lam + o, x);
+      }
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
         const sweep_int shot = item / n_tiles;
@@ -319,7 +330,8 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
             const sweep_int base = z * p->stride[0] + y * p->stride[1];
             const int outer = SWEEP_FN(row_mask)(p, z, y);
 #define SWEEP_ADJ_ROW(x0, x1, m)                                                             \
-  SWEEP_FN(adj_row)(p, v2dt2, lam_s, lam_prev + off, P, Pn, Z, Zn, pa, pb, base, z, y, x0, x1, m)
+  SWEEP_FN(adj_row)(p, g_all + off, lam_s, lam_prev + off, P, Pn, Z, Zn, pa, pb, base, z, y, x0, \
+                    x1, m)
 #define SWEEP_ROW_EDGE(m) SWEEP_ADJ_ROW(h, p->plain_lo[2], m | 4); \
                           SWEEP_ADJ_ROW(p->plain_hi[2], x_end, m | 4)
 #define SWEEP_ROW_MID(m) SWEEP_ADJ_ROW(p->plain_lo[2], p->plain_hi[2], m)
