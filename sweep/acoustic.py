@@ -397,9 +397,13 @@ def _acoustic_vjp(
         return _eager_vjp(call)
     result, (engine, tape, v_k) = _run(call, gradient=True)
     geom = call.geom
+    # The pullback must not hold the result: adapters return result.receivers as
+    # their output, whose autograd node holds the pullback (a reference cycle
+    # that kept the stored wavefield alive until a cyclic garbage collection).
+    expected = _Expected(tuple(result.receivers.shape), val.dtype_name(result.receivers))
 
     def pullback(d_receivers: Any) -> dict[str, Any]:
-        _check_cotangent(d_receivers, result.receivers)
+        _check_cotangent(d_receivers, expected)
         d_k = engine.xp.ascontiguousarray(to_kernel_array(d_receivers), dtype=engine.dtype)
         g_v2dt2, g_src = _memory.backward(
             engine, tape, d_k, model=True, source=amp is not None, progress=call.progress
@@ -457,17 +461,22 @@ def estimate_memory(
     return _memory.memory_estimate(engine, call.memory)
 
 
+@dataclass(frozen=True)
+class _Expected:
+    shape: tuple[int, ...]
+    dtype: str
+
+
 def _check_cotangent(d: Any, receivers: Any) -> None:
-    if tuple(d.shape) != tuple(receivers.shape):
+    """Check a receiver cotangent against the receivers (or their _Expected shape/dtype)."""
+    shape = receivers.shape if isinstance(receivers, _Expected) else tuple(receivers.shape)
+    dtype = receivers.dtype if isinstance(receivers, _Expected) else val.dtype_name(receivers)
+    if tuple(d.shape) != shape:
         raise ValueError(
-            f"the receiver cotangent must have the receivers' shape {tuple(receivers.shape)}, "
-            f"got {tuple(d.shape)}"
+            f"the receiver cotangent must have the receivers' shape {shape}, got {tuple(d.shape)}"
         )
-    if val.dtype_name(d) != val.dtype_name(receivers):
-        raise TypeError(
-            f"the receiver cotangent has dtype {val.dtype_name(d)}, expected "
-            f"{val.dtype_name(receivers)}"
-        )
+    if val.dtype_name(d) != dtype:
+        raise TypeError(f"the receiver cotangent has dtype {val.dtype_name(d)}, expected {dtype}")
 
 
 def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, Any]]]:

@@ -470,3 +470,33 @@ def test_boundary_saving_on_models_narrower_than_two_halos(shape):
     _, ref = _gradients(problem)
     _, got = _gradients(problem, memory=BOUNDARY)
     np.testing.assert_allclose(got["v"], ref["v"], rtol=0, atol=1e-12 * np.abs(ref["v"]).max())
+
+
+def test_prop_torch_frees_the_tape_without_a_cyclic_collection():
+    """The stored wavefield must go with the graph (reference counting alone)."""
+    torch = pytest.importorskip("torch")
+    import weakref
+
+    from sweep import _memory
+    from sweep.propagator.torch import PropTorch
+
+    v, amp, settings = _adapter_problem()
+    prop = PropTorch("acoustic", impl="c", **settings)
+    tapes = []
+    real = _memory.forward
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        tapes.append(weakref.ref(out[2]))
+        return out
+
+    gc.disable()
+    try:
+        import unittest.mock
+
+        with unittest.mock.patch.object(_memory, "forward", spy):
+            x = torch.from_numpy(v).requires_grad_(True)
+            prop(x, source_amplitudes=torch.from_numpy(amp)).square().sum().backward()
+        assert tapes and tapes[0]() is None
+    finally:
+        gc.enable()
