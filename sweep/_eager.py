@@ -64,6 +64,12 @@ class EagerAcoustic:
             shape[d + 1] = -1
             a, b = g.pml_profiles[d]
             self.pml.append((self._asarray(a.reshape(shape)), self._asarray(b.reshape(shape))))
+        h = g.halo
+        self.pml_inner = [
+            (a[(slice(None),) * (d + 1) + (slice(h, a.shape[d + 1] - h),)],
+             b[(slice(None),) * (d + 1) + (slice(h, b.shape[d + 1] - h),)])
+            for d, (a, b) in enumerate(self.pml)
+        ]  # fmt: skip
         self.ghosts = []
         for d in range(nd):
             mirror, ghost = g.ghost_mirror(d)
@@ -98,20 +104,40 @@ class EagerAcoustic:
         return (v_pad * self.geom.dt) ** 2 * self.live[0]
 
     # -- stencils ------------------------------------------------------------
+    # Stencils are evaluated on the interior (every axis without its halo),
+    # where each tap is a plain shifted slice: compilers (torch.compile,
+    # XLA) vectorise slices, not the wrap-around index arithmetic of a roll.
+    def _interior(self, f: Any, axis: int | None = None, k: int = 0) -> Any:
+        h = self.geom.halo
+        sl = [slice(None)]
+        for ax in range(1, self.geom.ndim + 1):
+            n = f.shape[ax]
+            off = k if ax == axis else 0
+            sl.append(slice(h + off, n - h + off))
+        return f[tuple(sl)]
+
     def _d2(self, f: Any, axis: int) -> Any:
-        xp = self.xp
-        out = self.c2[0] * f
+        out = self.c2[0] * self._interior(f)
         for k, c in enumerate(self.c2[1:], start=1):
-            out = out + c * (xp.roll(f, -k, axis=axis) + xp.roll(f, k, axis=axis))
+            out = out + c * (self._interior(f, axis, k) + self._interior(f, axis, -k))
         return out
 
     def _d1(self, f: Any, axis: int) -> Any:
-        xp = self.xp
         out = None
         for k, c in enumerate(self.c1, start=1):
-            term = c * (xp.roll(f, -k, axis=axis) - xp.roll(f, k, axis=axis))
+            term = c * (self._interior(f, axis, k) - self._interior(f, axis, -k))
             out = term if out is None else out + term
         return out
+
+    def _pad(self, x: Any) -> Any:
+        """Zero halo around an interior array (the inverse of ``_interior``)."""
+        xp, h = self.xp, self.geom.halo
+        for ax in range(1, self.geom.ndim + 1):
+            shape = list(x.shape)
+            shape[ax] = h
+            zeros = xp.zeros(tuple(shape), dtype=x.dtype, device=self.device)
+            x = xp.concat([zeros, x, zeros], axis=ax)
+        return x
 
     def initial_state(self) -> dict[str, Any]:
         """Zero wavefields: u_prev, u and the CPML memory variables per axis."""
@@ -132,18 +158,23 @@ class EagerAcoustic:
         """One time step: returns the new state and the receiver samples of u^t."""
         xp = self.xp
         u, u_prev = state["u"], state["u_prev"]
+        inner = self._interior
         w = None
         psi_new, zeta_new = [], []
         for d in range(self.geom.ndim):
             axis = d + 1
-            a, b = self.pml[d]
+            a, b = self.pml_inner[d]
             rdx = self.rdx[d]
-            t = self._d2(u, axis) * (rdx * rdx) + self._d1(state["psi"][d], axis) * rdx
-            zn = b * state["zeta"][d] + a * t
-            psi_new.append(b * state["psi"][d] + a * (self._d1(u, axis) * rdx))
-            zeta_new.append(zn)
+            psi = state["psi"][d]
+            t = self._d2(u, axis) * (rdx * rdx) + self._d1(psi, axis) * rdx
+            zn = b * inner(state["zeta"][d]) + a * t
+            psi_new.append(self._pad(b * inner(psi) + a * (self._d1(u, axis) * rdx)))
+            zeta_new.append(self._pad(zn))
             w = t + zn if w is None else w + (t + zn)
-        u_new = (v2dt2 * w + 2 * u - u_prev) * self.active
+        # The halo is never updated: the interior update, padded with zeros.
+        u_new = self._pad(
+            inner(self.xp.expand_dims(v2dt2, axis=0)) * w + 2 * inner(u) - inner(u_prev)
+        )
         shape = u_new.shape
         rec = None
         if self.rec_global.shape[0]:
