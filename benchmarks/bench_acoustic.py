@@ -635,8 +635,9 @@ def render_tables(cases: Sequence[Case], results: dict[str, dict[str, dict]]) ->
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     agreement = [
-        "| case | rel. L2 receivers (sweep vs Deepwave) | rel. L2 grad v (sweep vs Deepwave) |",
-        "|---|---:|---:|",
+        "| case | rel. L2 receivers (sweep vs Deepwave) | rel. L2 grad v (sweep vs Deepwave) "
+        "| same, without the edge cells |",
+        "|---|---:|---:|---:|",
     ]
     for case in cases:
         entry = results[case.name]
@@ -660,7 +661,8 @@ def render_tables(cases: Sequence[Case], results: dict[str, dict[str, dict]]) ->
         check = entry.get("check", {})
         agreement.append(
             f"| {label} | {_fmt(check.get('receivers_rel_l2'), '.2e')} "
-            f"| {_fmt(check.get('grad_v_rel_l2'), '.2e')} |"
+            f"| {_fmt(check.get('grad_v_rel_l2'), '.2e')} "
+            f"| {_fmt(check.get('grad_v_interior_rel_l2'), '.2e')} |"
         )
     return "\n".join(
         [
@@ -886,6 +888,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 check = {"receivers_rel_l2": relative_l2(sw["receivers"], dw["receivers"])}
                 if case.gradient:
                     check["grad_v_rel_l2"] = relative_l2(sw["grad_v"], dw["grad_v"])
+                    # sweep holds the CPML's velocity fixed; Deepwave's edge cells also
+                    # carry the CPML's gradient. Compare away from the edge cells too.
+                    inner = (slice(1, -1),) * case.ndim
+                    check["grad_v_interior_rel_l2"] = relative_l2(
+                        sw["grad_v"][inner], dw["grad_v"][inner]
+                    )
                 entry["check"] = check
             for r in entry.values():
                 r.pop("receivers", None)
