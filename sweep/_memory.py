@@ -744,8 +744,7 @@ def _save(slots: list, i: int, state: FwdState) -> None:
     if slots[i] is None:
         slots[i] = state.save()
     else:
-        for dst, src in zip(slots[i], state.arrays(), strict=True):
-            dst[...] = src
+        state.save_into(slots[i])
 
 
 def _forward_recursive(engine, v2dt2, amp, state, receivers, tape, bar) -> None:
