@@ -597,7 +597,16 @@ def backward(
 
 
 # full storage -------------------------------------------------------------------------
-def _forward_full(engine, v2dt2, amp, state, receivers, tape, bar, progress) -> None:
+def _forward_full(
+    engine: CompiledAcoustic,
+    v2dt2: Any,
+    amp: Any,
+    state: FwdState,
+    receivers: Any,
+    tape: Tape,
+    bar: Any,
+    progress: bool,
+) -> None:
     g, plan_ = engine.geom, tape.plan
     k = plan_.interval
     store = SnapshotStore(
@@ -632,7 +641,9 @@ def _forward_full(engine, v2dt2, amp, state, receivers, tape, bar, progress) -> 
     tape.actions = list(pairwise(bounds))
 
 
-def _backward_full(engine, tape, adj, grad_rec, bar, progress) -> None:
+def _backward_full(
+    engine: CompiledAcoustic, tape: Tape, adj: AdjState, grad_rec: Any, bar: Any, progress: bool
+) -> None:
     k = tape.plan.interval
     store = tape.stores[0]
     chunks = list(reversed(tape.actions))
@@ -654,7 +665,16 @@ def _backward_full(engine, tape, adj, grad_rec, bar, progress) -> None:
 
 
 # boundary saving ----------------------------------------------------------------------
-def _forward_boundary(engine, v2dt2, amp, state, receivers, tape, bar, progress) -> None:
+def _forward_boundary(
+    engine: CompiledAcoustic,
+    v2dt2: Any,
+    amp: Any,
+    state: FwdState,
+    receivers: Any,
+    tape: Tape,
+    bar: Any,
+    progress: bool,
+) -> None:
     g, plan_ = engine.geom, tape.plan
     stores = [
         SnapshotStore(g.nt, engine.band_shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
@@ -685,7 +705,9 @@ def _forward_boundary(engine, v2dt2, amp, state, receivers, tape, bar, progress)
     tape.actions = list(pairwise(bounds))
 
 
-def _backward_boundary(engine, tape, adj, grad_rec, bar, progress) -> None:
+def _backward_boundary(
+    engine: CompiledAcoustic, tape: Tape, adj: AdjState, grad_rec: Any, bar: Any, progress: bool
+) -> None:
     bu, bw = tape.stores
     adj.recon_next = tape.final.u.copy()  # u^{nt}
     adj.recon = tape.final.u_prev.copy()  # u^{nt-1}
@@ -712,7 +734,15 @@ def _backward_boundary(engine, tape, adj, grad_rec, bar, progress) -> None:
 
 
 # checkpointing -----------------------------------------------------------------------
-def _forward_chunks(engine, v2dt2, amp, state, receivers, tape, bar) -> None:
+def _forward_chunks(
+    engine: CompiledAcoustic,
+    v2dt2: Any,
+    amp: Any,
+    state: FwdState,
+    receivers: Any,
+    tape: Tape,
+    bar: Any,
+) -> None:
     g = engine.geom
     bounds = _chunk_bounds(g.nt, tape.plan.checkpoints)
     for t0, t1 in pairwise(bounds):
@@ -722,7 +752,9 @@ def _forward_chunks(engine, v2dt2, amp, state, receivers, tape, bar) -> None:
     tape.actions = list(pairwise(bounds))
 
 
-def _backward_chunks(engine, tape, adj, grad_rec, bar) -> None:
+def _backward_chunks(
+    engine: CompiledAcoustic, tape: Tape, adj: AdjState, grad_rec: Any, bar: Any
+) -> None:
     k = tape.plan.interval
     longest = max(t1 - t0 for t0, t1 in tape.actions)
     store = engine.zeros(_n_stored(longest, k) + 1, *engine.snapshot_shape)
@@ -747,7 +779,15 @@ def _save(slots: list, i: int, state: FwdState) -> None:
         state.save_into(slots[i])
 
 
-def _forward_recursive(engine, v2dt2, amp, state, receivers, tape, bar) -> None:
+def _forward_recursive(
+    engine: CompiledAcoustic,
+    v2dt2: Any,
+    amp: Any,
+    state: FwdState,
+    receivers: Any,
+    tape: Tape,
+    bar: Any,
+) -> None:
     """Run the schedule's opening actions as the forward pass.
 
     They advance from step 0 to the recording of the last step, which also
@@ -782,7 +822,9 @@ def _forward_recursive(engine, v2dt2, amp, state, receivers, tape, bar) -> None:
     tape.record_buf = snap
 
 
-def _backward_recursive(engine, tape, adj, grad_rec, bar) -> None:
+def _backward_recursive(
+    engine: CompiledAcoustic, tape: Tape, adj: AdjState, grad_rec: Any, bar: Any
+) -> None:
     k = tape.plan.interval
     live = engine.new_state()
     slots = tape.states
@@ -815,4 +857,3 @@ __all__ = [
     "forward",
     "plan",
 ]
-_ = AdjState  # re-exported type for annotations in callers
