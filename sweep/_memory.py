@@ -596,6 +596,39 @@ def backward(
     return grad_v, grad_src
 
 
+class _Window:
+    """Slots of a store as an array the kernels can use.
+
+    A view into the store when it allows one (uncompressed, in memory on the
+    compute device); otherwise one reusable scratch buffer, filled from the
+    store for reading and handed back with ``put`` after writing.
+    """
+
+    def __init__(self, engine: CompiledAcoustic, store: SnapshotStore) -> None:
+        self.engine, self.store, self.scratch = engine, store, None
+
+    def _scratch(self, n: int) -> Any:
+        if self.scratch is None or self.scratch.shape[0] < n:
+            self.scratch = self.engine.zeros(max(n, 1), *self.store.item_shape)
+        return self.scratch[:n]
+
+    def for_writing(self, s0: int, n: int) -> Any:
+        buf = self.store.direct(s0, n)
+        return self._scratch(n) if buf is None else buf
+
+    def for_reading(self, s0: int, n: int) -> Any:
+        buf = self.store.direct(s0, n)
+        return self.store.get(s0, n, out=self._scratch(n)) if buf is None else buf
+
+
+def _store_bounds(nt: int, store: SnapshotStore, progress: bool, align: int = 1) -> list[int]:
+    """Chunk boundaries: progress chunks for in-place stores, bounded ones when staged."""
+    if store.direct(0, 0) is not None:
+        return _progress_chunks(nt, progress)
+    step_bytes = math.prod(store.item_shape) * store.dtype.itemsize
+    return _io_chunks(nt, step_bytes, progress, align=align)
+
+
 # full storage -------------------------------------------------------------------------
 def _forward_full(
     engine: CompiledAcoustic,
@@ -618,23 +651,13 @@ def _forward_full(
         xp=engine.xp,
     )
     tape.stores.append(store)
-    staged = store.direct(0, 0) is None
-    snap_bytes = math.prod(engine.snapshot_shape) * engine.dtype.itemsize
-    bounds = (
-        _io_chunks(g.nt, snap_bytes, progress, align=k)
-        if staged
-        else _progress_chunks(g.nt, progress)
-    )
-    scratch = None
+    window = _Window(engine, store)
+    bounds = _store_bounds(g.nt, store, progress, align=k)
     for t0, t1 in pairwise(bounds):
         s0, s1 = _n_stored(t0, k), _n_stored(t1, k)
-        buf = store.direct(s0, s1 - s0)
-        if buf is None:
-            if scratch is None or scratch.shape[0] < s1 - s0:
-                scratch = engine.zeros(max(s1 - s0, 1), *engine.snapshot_shape)
-            buf = scratch[: s1 - s0]
+        buf = window.for_writing(s0, s1 - s0)
         engine.forward_steps(
-            state, v2dt2, tape.amp, t0, t1 - t0, receivers=receivers, store=buf, store_every=k
+            state, v2dt2, amp, t0, t1 - t0, receivers=receivers, store=buf, store_every=k
         )
         store.put(s0, buf)
         bar.update(t1 - t0)
@@ -646,18 +669,14 @@ def _backward_full(
 ) -> None:
     k = tape.plan.interval
     store = tape.stores[0]
+    window = _Window(engine, store)
     chunks = list(reversed(tape.actions))
-    scratch = None
     for i, (t0, t1) in enumerate(chunks):
         s0, s1 = _n_stored(t0, k), _n_stored(t1, k)
-        buf = store.direct(s0, s1 - s0)
-        if buf is None:
-            if scratch is None or scratch.shape[0] < s1 - s0:
-                scratch = engine.zeros(max(s1 - s0, 1), *engine.snapshot_shape)
-            buf = store.get(s0, s1 - s0, out=scratch[: s1 - s0])
-            if i + 1 < len(chunks):
-                p0, p1 = chunks[i + 1]
-                store.prefetch(_n_stored(p0, k), _n_stored(p1, k) - _n_stored(p0, k))
+        buf = window.for_reading(s0, s1 - s0)
+        if i + 1 < len(chunks):  # the next chunk's I/O overlaps this chunk's compute
+            p0, p1 = (_n_stored(t, k) for t in chunks[i + 1])
+            store.prefetch(p0, p1 - p0)
         engine.adjoint_steps(
             adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0, store=buf, store_every=k
         )
@@ -676,31 +695,19 @@ def _forward_boundary(
     progress: bool,
 ) -> None:
     g, plan_ = engine.geom, tape.plan
-    stores = [
+    bu, bw = (
         SnapshotStore(g.nt, engine.band_shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
         for _ in range(2)
-    ]
-    tape.stores.extend(stores)
-    bu, bw = stores
-    staged = bu.direct(0, 0) is None
-    step_bytes = math.prod(engine.band_shape) * engine.dtype.itemsize
-    if staged:
-        bounds = _io_chunks(g.nt, step_bytes, progress, align=max(1, plan_.transfer_interval))
-    else:
-        bounds = _progress_chunks(g.nt, progress)
-    scratch: list[Any] = []
+    )
+    tape.stores.extend((bu, bw))
+    windows = _Window(engine, bu), _Window(engine, bw)
+    bounds = _store_bounds(g.nt, bu, progress, align=max(1, plan_.transfer_interval))
     for t0, t1 in pairwise(bounds):
         n = t1 - t0
-        bufs = [st.direct(t0, n) for st in stores]
-        if bufs[0] is None:
-            if not scratch or scratch[0].shape[0] < n:
-                scratch = [engine.zeros(n, *engine.band_shape) for _ in range(2)]
-            bufs = [s[:n] for s in scratch]
-        engine.forward_steps(
-            state, v2dt2, amp, t0, n, receivers=receivers, band_u=bufs[0], band_w=bufs[1]
-        )
-        bu.put(t0, bufs[0])
-        bw.put(t0, bufs[1])
+        u, w = (win.for_writing(t0, n) for win in windows)
+        engine.forward_steps(state, v2dt2, amp, t0, n, receivers=receivers, band_u=u, band_w=w)
+        bu.put(t0, u)
+        bw.put(t0, w)
         bar.update(n)
     tape.actions = list(pairwise(bounds))
 
@@ -709,27 +716,21 @@ def _backward_boundary(
     engine: CompiledAcoustic, tape: Tape, adj: AdjState, grad_rec: Any, bar: Any, progress: bool
 ) -> None:
     bu, bw = tape.stores
+    win_u, win_w = _Window(engine, bu), _Window(engine, bw)
     adj.recon_next = tape.final.u.copy()  # u^{nt}
     adj.recon = tape.final.u_prev.copy()  # u^{nt-1}
     slot_bytes = math.prod(engine.band_shape) * engine.dtype.itemsize
-    scratch: list[Any] = []
     for t0, t1 in reversed(tape.actions):
         n = t1 - t0
-        w = bw.direct(t0, n)
+        w = win_w.for_reading(t0, n)
+        # band_u slot 0 must be step t0 - 1; for t0 == 0 that step is never read,
+        # so the pointer may sit one slot before the array.
         u0 = max(t0 - 1, 0)
-        nu = t1 - 1 - u0
-        u = bu.direct(u0, nu) if nu else None
-        if w is None:
-            if not scratch or scratch[0].shape[0] < n:
-                scratch = [engine.zeros(n, *engine.band_shape) for _ in range(2)]
-            w = bw.get(t0, n, out=scratch[0][:n])
-            u = bu.get(u0, nu, out=scratch[1][:nu]) if nu else None
-        # band_u slot 0 must be step t0 - 1; for t0 == 0 that step is never read.
+        u = win_u.for_reading(u0, t1 - 1 - u0) if t1 - 1 > u0 else w
         offset = -slot_bytes if t0 == 0 else 0
         engine.adjoint_steps(
-            adj, tape.v2dt2, tape.amp, grad_rec, t1, n, band_w=w,
-            band_u_offset=(u if u is not None else w, offset),
-        )  # fmt: skip
+            adj, tape.v2dt2, tape.amp, grad_rec, t1, n, band_w=w, band_u_offset=(u, offset)
+        )
         bar.update(n)
 
 
