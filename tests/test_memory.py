@@ -500,3 +500,29 @@ def test_prop_torch_frees_the_tape_without_a_cyclic_collection():
         assert tapes and tapes[0]() is None
     finally:
         gc.enable()
+
+
+def test_prop_jax_gradient_runs_one_forward_pass(monkeypatch):
+    jax = pytest.importorskip("jax")
+    from sweep import _memory
+    from sweep.propagator.jax import PropJax
+
+    v, amp, settings = _adapter_problem()
+    calls = []
+    real = _memory.forward
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_memory, "forward", counting)
+    prop = PropJax("acoustic", impl="c", **settings)
+    with jax.enable_x64(True):
+        loss = jax.jit(jax.value_and_grad(lambda x: (prop(x, source_amplitudes=amp) ** 2).sum()))
+        _, g = loss(jax.numpy.asarray(v))
+        assert len(calls) == 1
+        # A tape that is gone (evicted) is recomputed, with the same result.
+        out = np.asarray(prop(jax.numpy.asarray(v), source_amplitudes=amp))
+        g_models, _ = prop._host_backward((v,), amp, 2 * out, np.int32(-1))
+    np.testing.assert_array_equal(g_models[0], np.asarray(g))
+    assert not prop._tapes.items  # the backward consumed the tape

@@ -2,10 +2,12 @@
 
 ``impl="c"`` wraps the compiled core in ``jax.custom_vjp``: the forward and the
 backward are each one ``jax.pure_callback`` into the NumPy-level core.  The
-backward callback reruns the forward with wavefield storage before the adjoint
-(two forward passes and one adjoint per gradient), so no residual larger than
-the inputs crosses between the two callbacks.  Callbacks run on the host: on
-a GPU, inputs and outputs round-trip through host memory.
+differentiated forward keeps the core's tape (stored wavefield or checkpoints,
+per the memory settings) on the host, in a small cache keyed by a token that
+JAX carries as the residual, so a gradient costs one forward and one adjoint.
+When the tape is gone (evicted from the cache, or JAX re-ran a callback), the
+backward reruns the forward.  Callbacks run on the host: on a GPU, inputs and
+outputs round-trip through host memory.
 
 ``impl="eager"`` runs the Array-API step on jax arrays inside ``jax.lax.scan``
 and lets JAX differentiate it; the loop is split into chunks that are
@@ -15,6 +17,7 @@ rematerialised (``jax.checkpoint``) in the backward pass.
 from __future__ import annotations
 
 import warnings
+from collections import OrderedDict
 from functools import partial
 from typing import Any
 
@@ -34,24 +37,49 @@ def _struct(x: Any) -> jax.ShapeDtypeStruct | None:
     return None if x is None else jax.ShapeDtypeStruct(x.shape, x.dtype)
 
 
+def _receivers(prop: PropJax, models: tuple, amp: Any) -> jax.ShapeDtypeStruct:
+    shape = output_shape(prop.settings, None if amp is None else amp.shape)
+    return jax.ShapeDtypeStruct(shape, models[0].dtype)
+
+
 @partial(jax.custom_vjp, nondiff_argnums=(0,))
 def _core(prop: PropJax, models: tuple, amp: Any) -> jax.Array:
-    return _core_fwd(prop, models, amp)[0]
+    # Not differentiated: no tape.
+    out = _receivers(prop, models, amp)
+    return jax.pure_callback(prop._host_forward, out, models, amp, vmap_method="sequential")
 
 
 def _core_fwd(prop: PropJax, models: tuple, amp: Any) -> tuple[jax.Array, tuple]:
-    shape = output_shape(prop.settings, None if amp is None else amp.shape)
-    out = jax.ShapeDtypeStruct(shape, models[0].dtype)
-    rec = jax.pure_callback(prop._host_forward, out, models, amp, vmap_method="sequential")
-    return rec, (models, amp)
+    out = (_receivers(prop, models, amp), jax.ShapeDtypeStruct((), np.int32))
+    rec, token = jax.pure_callback(
+        prop._host_forward_tape, out, models, amp, vmap_method="sequential"
+    )
+    return rec, (models, amp, token)
 
 
 def _core_bwd(prop: PropJax, res: tuple, grad: jax.Array) -> tuple:
-    models, amp = res
+    models, amp, token = res
     shapes = (tuple(_struct(m) for m in models), _struct(amp))
     return jax.pure_callback(
-        prop._host_backward, shapes, models, amp, grad, vmap_method="sequential"
+        prop._host_backward, shapes, models, amp, grad, token, vmap_method="sequential"
     )
+
+
+class _Tapes:
+    """The last few forward tapes, by token (each may hold a stored wavefield)."""
+
+    def __init__(self, size: int = 2) -> None:
+        self.size, self.next, self.items = size, 0, OrderedDict()
+
+    def put(self, pullback: Any) -> int:
+        self.next = (self.next + 1) % 2**31
+        self.items[self.next] = pullback
+        while len(self.items) > self.size:
+            self.items.popitem(last=False)  # frees the oldest store (files included)
+        return self.next
+
+    def pop(self, token: int) -> Any:
+        return self.items.pop(token, None)
 
 
 _core.defvjp(_core_fwd, _core_bwd)
@@ -109,6 +137,7 @@ class PropJax:
         self.impl = resolve_impl(impl)
         self.use_ckpt, self.ckpt_chunks = use_ckpt, ckpt_chunks
         self._runners: dict[tuple, Any] = {}
+        self._tapes = _Tapes()
 
     def __call__(self, *models: jax.Array, source_amplitudes: jax.Array | None = None) -> jax.Array:
         """Receiver data ``(n_shots, n_receivers, nt)`` for the models (``spec.models`` order)."""
@@ -135,8 +164,15 @@ class PropJax:
     def _host_forward(self, models: tuple, amp: Any) -> np.ndarray:
         return np.asarray(self._run(models, amp, grad=False).receivers)
 
-    def _host_backward(self, models: tuple, amp: Any, grad: Any) -> tuple:
-        _, pullback = self._run(models, amp, grad=True)
+    def _host_forward_tape(self, models: tuple, amp: Any) -> tuple[np.ndarray, np.ndarray]:
+        out, pullback = self._run(models, amp, grad=True)
+        token = self._tapes.put(pullback)
+        return np.asarray(out.receivers), np.asarray(token, dtype=np.int32)
+
+    def _host_backward(self, models: tuple, amp: Any, grad: Any, token: Any) -> tuple:
+        pullback = self._tapes.pop(int(np.asarray(token)))
+        if pullback is None:  # evicted or never stored: recompute the forward
+            _, pullback = self._run(models, amp, grad=True)
         grads = pullback(np.ascontiguousarray(grad))
         g_models = tuple(np.asarray(grads[n]) for n in self.spec.models)
         return g_models, None if amp is None else np.asarray(grads["source_amplitudes"])
