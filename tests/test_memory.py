@@ -135,7 +135,7 @@ def _compare(g, ref):
 @pytest.mark.parametrize(
     ("memory", "min_cos", "max_rel"),
     [
-        # Measured on this case: bf16 cos 1 - 1e-7, rel 4e-4; k=2: rel 4e-6; k=8: 3e-4.
+        # Measured on this case (rel. L2): bf16 6.2e-4, k=2 4.0e-6, k=8 2.9e-4, bf16+k=4 1.3e-3.
         ({"storage_compression": "bf16"}, 0.99999, 2e-3),
         ({"model_gradient_sampling_interval": 2}, 0.999999, 1e-4),
         ({"model_gradient_sampling_interval": 8}, 0.99999, 3e-3),
