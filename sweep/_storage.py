@@ -29,6 +29,7 @@ interpreter exit).
 from __future__ import annotations
 
 import errno
+import functools
 import math
 import os
 import queue
@@ -101,6 +102,8 @@ def to_bf16(x: Any, xp: Any = np) -> Any:
     does.
     """
     x32 = xp.ascontiguousarray(xp.asarray(x, dtype=xp.float32))
+    if xp is not np:
+        return _cupy_kernels()[0](x32)
     bits = x32.view(xp.uint32)
     # Round to nearest even: add 0x7FFF plus the lowest kept bit, then truncate.
     # Only NaN bit patterns can wrap around here, and they are replaced below.
@@ -139,6 +142,9 @@ def from_bf16(h: Any, dtype: Any = np.float32, xp: Any = np) -> Any:
     value; :func:`to_bf16` of float64 input likewise.  Far below any
     snapshot's meaningful values, this is not worked around.
     """
+    if xp is not np:
+        h = xp.asarray(h, dtype=xp.uint16)
+        return _from_bf16_into(h, xp.empty(h.shape, dtype=dtype), xp)
     bits = xp.asarray(h, dtype=xp.uint16).astype(xp.uint32)
     bits <<= 16
     wide = bits.view(xp.float32)
@@ -146,10 +152,41 @@ def from_bf16(h: Any, dtype: Any = np.float32, xp: Any = np) -> Any:
 
 
 def _from_bf16_into(h: Any, out: Any, xp: Any) -> Any:
+    if xp is not np:
+        _cupy_kernels()[1](xp.asarray(h, dtype=xp.uint16), out)
+        return out
     bits = xp.asarray(h, dtype=xp.uint16).astype(xp.uint32)
     bits <<= 16
     out[...] = bits.view(xp.float32)
     return out
+
+
+@functools.cache
+def _cupy_kernels() -> tuple[Any, Any]:
+    """Fused CuPy kernels for the bf16 conversions (one pass instead of several).
+
+    Same rounding as the NumPy code above: nearest, ties to even; NaN kept
+    (quiet, sign kept).  ``tests/test_storage.py`` compares them bit for bit.
+    """
+    import cupy
+
+    to_bf16 = cupy.ElementwiseKernel(
+        "float32 x",
+        "uint16 y",
+        """
+        const unsigned int b = __float_as_uint(x);
+        if ((b & 0x7fffffffu) > 0x7f800000u) {
+          y = (unsigned short)((b >> 16) | 0x0040u);
+        } else {
+          y = (unsigned short)((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+        }
+        """,
+        "sweep_to_bf16",
+    )
+    from_bf16 = cupy.ElementwiseKernel(
+        "uint16 h", "T y", "y = (T)__uint_as_float(((unsigned int)h) << 16);", "sweep_from_bf16"
+    )
+    return to_bf16, from_bf16
 
 
 # --------------------------------------------------------------------------- helpers
