@@ -243,23 +243,7 @@ def plot_wavefield(
         The axes drawn on.
     """
     arr = _as_2d("u", u)
-    ax = _axes(ax, (8.0, 3.5))
-    scale = _clip_value(arr, clip)
-    image = ax.imshow(
-        arr,
-        extent=_extent(arr.shape, spacing),
-        cmap=cmap,
-        vmin=-scale,
-        vmax=scale,
-        aspect="auto",
-        interpolation="nearest",
-    )
-    ax.set_xlabel("x (m)")
-    ax.set_ylabel("depth (m)")
-    ax.set_title(title)
-    if colorbar:
-        _colorbar(ax, image, "amplitude")
-    return ax
+    return _symmetric_image(arr, spacing, ax, clip, title, cmap, colorbar, "amplitude")
 
 
 def plot_gradient(
@@ -298,6 +282,20 @@ def plot_gradient(
         The axes drawn on.
     """
     arr = _as_2d("g", g)
+    return _symmetric_image(arr, spacing, ax, clip, title, cmap, colorbar, "gradient")
+
+
+def _symmetric_image(
+    arr: np.ndarray,
+    spacing: float | Sequence[float],
+    ax: Axes | None,
+    clip: float,
+    title: str,
+    cmap: str,
+    colorbar: bool,
+    label: str,
+) -> Axes:
+    """Draw a section on a colour scale symmetric about zero, clipped at a percentile."""
     ax = _axes(ax, (8.0, 3.5))
     scale = _clip_value(arr, clip)
     image = ax.imshow(
@@ -313,5 +311,5 @@ def plot_gradient(
     ax.set_ylabel("depth (m)")
     ax.set_title(title)
     if colorbar:
-        _colorbar(ax, image, "gradient")
+        _colorbar(ax, image, label)
     return ax
