@@ -515,6 +515,39 @@ def _io_chunks(nt: int, step_bytes: int, progress: bool, align: int = 1) -> list
     return bounds
 
 
+@dataclass
+class _Fwd:
+    """What a strategy's forward driver works with."""
+
+    engine: CompiledAcoustic
+    v2dt2: Any
+    amp: Any
+    state: FwdState
+    receivers: Any
+    tape: Tape
+    bar: Any
+    progress: bool
+
+    def parts(self) -> tuple:
+        return (self.engine, self.v2dt2, self.amp, self.state, self.receivers, self.tape,
+                self.bar, self.progress)  # fmt: skip
+
+
+@dataclass
+class _Bwd:
+    """What a strategy's adjoint driver works with."""
+
+    engine: CompiledAcoustic
+    tape: Tape
+    adj: AdjState
+    grad_rec: Any
+    bar: Any
+    progress: bool
+
+    def parts(self) -> tuple:
+        return self.engine, self.tape, self.adj, self.grad_rec, self.bar, self.progress
+
+
 def forward(
     engine: CompiledAcoustic, v2dt2: Any, amp: Any, plan_: MemoryPlan | None, progress: bool
 ) -> tuple[Any, FwdState, Tape | None]:
@@ -524,6 +557,7 @@ def forward(
     state = engine.new_state()
     bar = progress_bar(progress, g.nt, "sweep forward")
     tape = None if plan_ is None else Tape(plan_, v2dt2, amp, state)
+    run = _Fwd(engine, v2dt2, amp, state, receivers, tape, bar, progress)
     try:
         if plan_ is None or plan_.strategy == "none":
             bounds = _progress_chunks(g.nt, progress)
@@ -531,13 +565,13 @@ def forward(
                 engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
                 bar.update(t1 - t0)
         elif plan_.strategy == "full":
-            _forward_full(engine, v2dt2, amp, state, receivers, tape, bar, progress)
+            _forward_full(run)
         elif plan_.strategy == "boundary":
-            _forward_boundary(engine, v2dt2, amp, state, receivers, tape, bar, progress)
+            _forward_boundary(run)
         elif plan_.strategy == "ckpt-chunk":
-            _forward_chunks(engine, v2dt2, amp, state, receivers, tape, bar)
+            _forward_chunks(run)
         else:
-            _forward_recursive(engine, v2dt2, amp, state, receivers, tape, bar)
+            _forward_recursive(run)
     except BaseException:
         if tape is not None:
             tape.close()
@@ -569,6 +603,7 @@ def backward(
     model = model and plan_.strategy != "none"
     adj = engine.new_adjoint(model=model, source=source)
     bar = progress_bar(progress, g.nt, "sweep adjoint")
+    brun = _Bwd(engine, tape, adj, grad_rec, bar, progress)
     try:
         if not model:
             bounds = _progress_chunks(g.nt, progress)
@@ -576,13 +611,13 @@ def backward(
                 engine.adjoint_steps(adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0)
                 bar.update(t1 - t0)
         elif plan_.strategy == "full":
-            _backward_full(engine, tape, adj, grad_rec, bar, progress)
+            _backward_full(brun)
         elif plan_.strategy == "boundary":
-            _backward_boundary(engine, tape, adj, grad_rec, bar, progress)
+            _backward_boundary(brun)
         elif plan_.strategy == "ckpt-chunk":
-            _backward_chunks(engine, tape, adj, grad_rec, bar)
+            _backward_chunks(brun)
         else:
-            _backward_recursive(engine, tape, adj, grad_rec, bar)
+            _backward_recursive(brun)
     finally:
         bar.close()
     grad_v = None
@@ -630,16 +665,8 @@ def _store_bounds(nt: int, store: SnapshotStore, progress: bool, align: int = 1)
 
 
 # full storage -------------------------------------------------------------------------
-def _forward_full(
-    engine: CompiledAcoustic,
-    v2dt2: Any,
-    amp: Any,
-    state: FwdState,
-    receivers: Any,
-    tape: Tape,
-    bar: Any,
-    progress: bool,
-) -> None:
+def _forward_full(run: _Fwd) -> None:
+    engine, v2dt2, amp, state, receivers, tape, bar, progress = run.parts()
     g, plan_ = engine.geom, tape.plan
     k = plan_.interval
     store = SnapshotStore(
@@ -664,9 +691,8 @@ def _forward_full(
     tape.actions = list(pairwise(bounds))
 
 
-def _backward_full(
-    engine: CompiledAcoustic, tape: Tape, adj: AdjState, grad_rec: Any, bar: Any, progress: bool
-) -> None:
+def _backward_full(run: _Bwd) -> None:
+    engine, tape, adj, grad_rec, bar, _ = run.parts()
     k = tape.plan.interval
     store = tape.stores[0]
     window = _Window(engine, store)
@@ -684,16 +710,8 @@ def _backward_full(
 
 
 # boundary saving ----------------------------------------------------------------------
-def _forward_boundary(
-    engine: CompiledAcoustic,
-    v2dt2: Any,
-    amp: Any,
-    state: FwdState,
-    receivers: Any,
-    tape: Tape,
-    bar: Any,
-    progress: bool,
-) -> None:
+def _forward_boundary(run: _Fwd) -> None:
+    engine, v2dt2, amp, state, receivers, tape, bar, progress = run.parts()
     g, plan_ = engine.geom, tape.plan
     bu, bw = (
         SnapshotStore(g.nt, engine.band_shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
@@ -712,9 +730,8 @@ def _forward_boundary(
     tape.actions = list(pairwise(bounds))
 
 
-def _backward_boundary(
-    engine: CompiledAcoustic, tape: Tape, adj: AdjState, grad_rec: Any, bar: Any, progress: bool
-) -> None:
+def _backward_boundary(run: _Bwd) -> None:
+    engine, tape, adj, grad_rec, bar, _ = run.parts()
     bu, bw = tape.stores
     win_u, win_w = _Window(engine, bu), _Window(engine, bw)
     adj.recon_next = tape.final.u.copy()  # u^{nt}
@@ -735,15 +752,8 @@ def _backward_boundary(
 
 
 # checkpointing -----------------------------------------------------------------------
-def _forward_chunks(
-    engine: CompiledAcoustic,
-    v2dt2: Any,
-    amp: Any,
-    state: FwdState,
-    receivers: Any,
-    tape: Tape,
-    bar: Any,
-) -> None:
+def _forward_chunks(run: _Fwd) -> None:
+    engine, v2dt2, amp, state, receivers, tape, bar, _ = run.parts()
     g = engine.geom
     bounds = _chunk_bounds(g.nt, tape.plan.checkpoints)
     for t0, t1 in pairwise(bounds):
@@ -753,9 +763,8 @@ def _forward_chunks(
     tape.actions = list(pairwise(bounds))
 
 
-def _backward_chunks(
-    engine: CompiledAcoustic, tape: Tape, adj: AdjState, grad_rec: Any, bar: Any
-) -> None:
+def _backward_chunks(run: _Bwd) -> None:
+    engine, tape, adj, grad_rec, bar, _ = run.parts()
     k = tape.plan.interval
     longest = max(t1 - t0 for t0, t1 in tape.actions)
     store = engine.zeros(_n_stored(longest, k) + 1, *engine.snapshot_shape)
@@ -780,20 +789,13 @@ def _save(slots: list, i: int, state: FwdState) -> None:
         state.save_into(slots[i])
 
 
-def _forward_recursive(
-    engine: CompiledAcoustic,
-    v2dt2: Any,
-    amp: Any,
-    state: FwdState,
-    receivers: Any,
-    tape: Tape,
-    bar: Any,
-) -> None:
+def _forward_recursive(run: _Fwd) -> None:
     """Run the schedule's opening actions as the forward pass.
 
     They advance from step 0 to the recording of the last step, which also
     produces the final state.
     """
+    engine, v2dt2, amp, state, receivers, tape, bar, _ = run.parts()
     g = engine.geom
     count = min(tape.plan.checkpoints, g.nt + 1)
     actions = _revolve.schedule(g.nt, count)
@@ -823,9 +825,8 @@ def _forward_recursive(
     tape.record_buf = snap
 
 
-def _backward_recursive(
-    engine: CompiledAcoustic, tape: Tape, adj: AdjState, grad_rec: Any, bar: Any
-) -> None:
+def _backward_recursive(run: _Bwd) -> None:
+    engine, tape, adj, grad_rec, bar, _ = run.parts()
     k = tape.plan.interval
     live = engine.new_state()
     slots = tape.states
