@@ -92,14 +92,13 @@ def _prepare(
     impl: str | None,
     n_threads: int | None,
     progress: bool,
-    memory: Any = None,
-    storage_mode: str = "auto",
-    storage_compression: bool | str = False,
-    model_gradient_sampling_interval: int = 1,
-    storage_bytes_limit_device: int | None = None,
-    storage_bytes_limit_host: int | None = None,
+    **memory_options: Any,
 ) -> _Call:
-    """Validate every argument (before any compute) and build the geometry."""
+    """Validate every argument (before any compute) and build the geometry.
+
+    ``memory_options`` are the memory keywords of :func:`acoustic` (see
+    :func:`sweep._memory.check_settings`).
+    """
     val.check_model("v", v)
     ndim = v.ndim
     model_shape = tuple(int(s) for s in v.shape)
@@ -107,14 +106,7 @@ def _prepare(
     spacing = val.check_spacing(grid_spacing, ndim)
     dt = val.check_dt(dt)
     order = val.check_accuracy(accuracy)
-    mem = _memory.check_settings(
-        memory,
-        storage_mode,
-        storage_compression,
-        model_gradient_sampling_interval,
-        storage_bytes_limit_device,
-        storage_bytes_limit_host,
-    )
+    mem = _memory.check_settings(**memory_options)
     impl = resolve_impl(impl, stacklevel=4)
     widths, free = val.check_pml(pml_width, free_surface, model_shape)
     for d, n in enumerate(model_shape):
@@ -357,29 +349,7 @@ def acoustic(
     AcousticResult
         ``.receivers`` holds the receiver data; the final wavefields are on it too.
     """
-    call = _prepare(
-        v,
-        grid_spacing,
-        dt,
-        source_amplitudes,
-        source_locations,
-        receiver_locations,
-        accuracy,
-        pml_width,
-        free_surface,
-        pml_freq,
-        max_vel,
-        nt,
-        impl,
-        n_threads,
-        progress,
-        memory,
-        storage_mode,
-        storage_compression,
-        model_gradient_sampling_interval,
-        storage_bytes_limit_device,
-        storage_bytes_limit_host,
-    )
+    call = _prepare(**locals())  # every parameter of this function, by name
     result, _ = _run(call, gradient=False)
     return result
 
