@@ -16,6 +16,7 @@ keeps (:attr:`band_shape`), and the bytes of one full state.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -120,8 +121,6 @@ class CompiledAcoustic:
         small = geom.n_shots * geom.shot_stride < 65536
         self.n_threads = int(n_threads or (1 if small else 0))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
-        self._band_idx: Any = None
-        self._groups: Any = None
 
     def _run(self, *args: Any) -> None:
         # Imported on first use, so planners can size a run without the kernels.
@@ -166,10 +165,10 @@ class CompiledAcoustic:
         """Bytes of one checkpoint (u^{t-1}, u^t and the CPML strips of psi and zeta)."""
         g = self.geom
         cells = 2 * g.shot_stride
-        for d in range(g.ndim):
-            lo, hi = g.plain_range(d)
-            slab = g.shot_stride // g.padded_shape[d] * (lo + g.padded_shape[d] - hi)
-            cells += 2 * slab
+        for d, ax in enumerate(self.axes):
+            for strip in self.cpml_strips[ax]:
+                width = strip[-1].stop - strip[-1].start
+                cells += 2 * g.shot_stride // g.padded_shape[d] * width  # psi and zeta
         return g.n_shots * cells * self.dtype.itemsize
 
     # -- buffers ---------------------------------------------------------------
@@ -188,55 +187,71 @@ class CompiledAcoustic:
     def new_adjoint(self, *, model: bool, source: bool) -> AdjState:
         return AdjState(self, model=model, source=source)
 
-    def _common(self, f: _Fields, v2dt2: Any, amp: Any) -> None:
+    @functools.cached_property
+    def _constants(self) -> dict[str, Any]:
+        """Arrays and parameters every kernel call passes, converted once per engine.
+
+        A checkpointing schedule makes thousands of single-step calls; on a
+        GPU each conversion here would be a host-to-device copy.
+        """
         g, xp = self.geom, self.xp
+        out: dict[str, Any] = {
+            "params": g.params(),
+            "pml": [
+                tuple(xp.asarray(x, dtype=self.dtype) for x in g.pml_profiles[d])
+                for d in range(g.ndim)
+            ],
+            "src_idx": xp.asarray(g.src_idx) if g.n_src else None,
+            "rec_idx": xp.asarray(g.rec_idx) if g.n_rec else None,
+            "rec_groups": None,
+        }
+        if g.n_rec and xp is not np:
+            out["rec_groups"] = self._rec_groups()
+            out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
+        return out
+
+    def _common(self, f: _Fields, v2dt2: Any, amp: Any) -> None:
+        c = self._constants
         f.set("v2dt2", v2dt2)
-        for d, axis in enumerate(self.axes):
-            a, b = g.pml_profiles[d]
-            f.set("pml_a", xp.asarray(a, dtype=self.dtype), axis)
-            f.set("pml_b", xp.asarray(b, dtype=self.dtype), axis)
-        if g.n_src and amp is not None:
+        for axis, (a, b) in zip(self.axes, c["pml"], strict=True):
+            f.set("pml_a", a, axis)
+            f.set("pml_b", b, axis)
+        if c["src_idx"] is not None and amp is not None:
             f.set("src_amp", amp)
-            f.set("src_idx", xp.asarray(g.src_idx))
-        if g.n_rec:
-            f.set("rec_idx", xp.asarray(g.rec_idx))
-            if xp is not np:
-                groups, order = self._rec_groups()
-                f.set("rec_groups", groups)
-                f.set("rec_order", order)
+            f.set("src_idx", c["src_idx"])
+        if c["rec_idx"] is not None:
+            f.set("rec_idx", c["rec_idx"])
+        if c["rec_groups"] is not None:
+            f.set("rec_groups", c["rec_groups"][0])
+            f.set("rec_order", c["rec_groups"][1])
 
     def _rec_groups(self) -> tuple[Any, Any]:
         """Receivers grouped by cell for the CUDA adjoint injection (see sweep_common.h)."""
-        if self._groups is None:
-            g = self.geom
-            keys = (np.arange(g.n_shots)[:, None] * g.shot_stride + g.rec_idx).ravel()
-            order = np.argsort(keys, kind="stable")
-            sorted_keys = keys[order]
-            first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-            end = np.r_[first[1:], len(keys)]
-            cell = sorted_keys[first]
-            groups = np.stack([cell // g.shot_stride, cell % g.shot_stride, first, end], axis=1)
-            self._groups = (
-                self.xp.asarray(np.ascontiguousarray(groups, dtype=np.int64)),
-                self.xp.asarray(order.astype(np.int64)),
-            )
-        return self._groups
+        g = self.geom
+        keys = (np.arange(g.n_shots)[:, None] * g.shot_stride + g.rec_idx).ravel()
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        end = np.r_[first[1:], len(keys)]
+        cell = sorted_keys[first]
+        groups = np.stack([cell // g.shot_stride, cell % g.shot_stride, first, end], axis=1)
+        return (
+            self.xp.asarray(np.ascontiguousarray(groups, dtype=np.int64)),
+            self.xp.asarray(order.astype(np.int64)),
+        )
+
+    @functools.cached_property
+    def _band_arrays(self) -> tuple[Any, Any]:
+        return self.xp.asarray(self.geom.band_idx), self.xp.asarray(self.geom.band_row)
 
     def _band(self, f: _Fields) -> None:
-        if self._band_idx is None:
-            self._band_idx = (
-                self.xp.asarray(self.geom.band_idx),
-                self.xp.asarray(self.geom.band_row),
-            )
-        f.set("band_idx", self._band_idx[0])
-        f.set("band_row", self._band_idx[1])
+        f.set("band_idx", self._band_arrays[0])
+        f.set("band_row", self._band_arrays[1])
 
     def _params(self, store_every: int, band: bool) -> np.ndarray:
-        p = self.geom.params()
+        p = self._constants["params"].copy()
         p["store_every"] = store_every
         p["n_band"] = len(self.geom.band_idx) if band else 0
-        if self._groups is not None:
-            p["n_rec_groups"] = self._groups[0].shape[0]
         return p
 
     # -- stepping ----------------------------------------------------------------
