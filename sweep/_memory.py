@@ -559,19 +559,7 @@ def forward(
     tape = None if plan_ is None else Tape(plan_, v2dt2, amp, state)
     run = _Fwd(engine, v2dt2, amp, state, receivers, tape, bar, progress)
     try:
-        if plan_ is None or plan_.strategy == "none":
-            bounds = _progress_chunks(g.nt, progress)
-            for t0, t1 in pairwise(bounds):
-                engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
-                bar.update(t1 - t0)
-        elif plan_.strategy == "full":
-            _forward_full(run)
-        elif plan_.strategy == "boundary":
-            _forward_boundary(run)
-        elif plan_.strategy == "ckpt-chunk":
-            _forward_chunks(run)
-        else:
-            _forward_recursive(run)
+        _DRIVERS["none" if plan_ is None else plan_.strategy][0](run)
     except BaseException:
         if tape is not None:
             tape.close()
@@ -605,19 +593,7 @@ def backward(
     bar = progress_bar(progress, g.nt, "sweep adjoint")
     brun = _Bwd(engine, tape, adj, grad_rec, bar, progress)
     try:
-        if not model:
-            bounds = _progress_chunks(g.nt, progress)
-            for t0, t1 in reversed(list(pairwise(bounds))):
-                engine.adjoint_steps(adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0)
-                bar.update(t1 - t0)
-        elif plan_.strategy == "full":
-            _backward_full(brun)
-        elif plan_.strategy == "boundary":
-            _backward_boundary(brun)
-        elif plan_.strategy == "ckpt-chunk":
-            _backward_chunks(brun)
-        else:
-            _backward_recursive(brun)
+        _DRIVERS[plan_.strategy if model else "none"][1](brun)
     finally:
         bar.close()
     grad_v = None
@@ -662,6 +638,21 @@ def _store_bounds(nt: int, store: SnapshotStore, progress: bool, align: int = 1)
         return _progress_chunks(nt, progress)
     step_bytes = math.prod(store.item_shape) * store.dtype.itemsize
     return _io_chunks(nt, step_bytes, progress, align=align)
+
+
+# no storage (forward only, or no model gradient) --------------------------------------
+def _forward_plain(run: _Fwd) -> None:
+    engine, v2dt2, amp, state, receivers, _, bar, progress = run.parts()
+    for t0, t1 in pairwise(_progress_chunks(engine.geom.nt, progress)):
+        engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
+        bar.update(t1 - t0)
+
+
+def _backward_plain(run: _Bwd) -> None:
+    engine, tape, adj, grad_rec, bar, progress = run.parts()
+    for t0, t1 in reversed(list(pairwise(_progress_chunks(engine.geom.nt, progress)))):
+        engine.adjoint_steps(adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0)
+        bar.update(t1 - t0)
 
 
 # full storage -------------------------------------------------------------------------
@@ -848,6 +839,15 @@ def _backward_recursive(run: _Bwd) -> None:
         elif kind == "restore":
             live.load(slots[act[1]])
 
+
+# (forward driver, adjoint driver) per MemoryPlan.strategy.
+_DRIVERS = {
+    "none": (_forward_plain, _backward_plain),
+    "full": (_forward_full, _backward_full),
+    "boundary": (_forward_boundary, _backward_boundary),
+    "ckpt-chunk": (_forward_chunks, _backward_chunks),
+    "ckpt-recursive": (_forward_recursive, _backward_recursive),
+}
 
 __all__ = [
     "MemoryEstimate",
