@@ -58,6 +58,12 @@ typedef struct sweep_acoustic_params {
   sweep_int store_every;  /* snapshot sampling interval k: steps t with t % k == 0 are stored */
   sweep_int n_band;       /* cells per shot in band_idx (boundary saving), else 0 */
   sweep_int n_rec_groups; /* entries of rec_groups (CUDA receiver injection) */
+  /* CPU temporal blocking of forward steps that store nothing (0 or 1: off):
+   * block_steps steps per sweep along the outermost axis, in groups of
+   * block_group planes; in 3D, tiles of block_tile rows in y. */
+  sweep_int block_steps;
+  sweep_int block_group;
+  sweep_int block_tile;
   double rdx[3];          /* 1 / grid spacing */
   double rdx2[3];         /* 1 / grid spacing^2 */
 } sweep_acoustic_params;

@@ -104,6 +104,28 @@ static inline int SWEEP_FN(row_mask)(const sweep_acoustic_params *p, sweep_int z
   return mask;
 }
 
+/* One row (z, y) of one shot (pointers already offset to the shot): the x
+ * segments in the CPML and the plain middle, each with its compile-time mask.
+ * W^n goes to wr[x] when wr is not NULL. */
+static inline __attribute__((always_inline)) void SWEEP_FN(fwd_full_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,
+    SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wr, sweep_int z, sweep_int y) {
+  const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define SWEEP_FWD_ROW(x0, x1, m) \
+  SWEEP_FN(fwd_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, x0, x1, m)
+#define SWEEP_ROW_EDGE(m) SWEEP_FWD_ROW(h, p->plain_lo[2], m | 4); \
+                          SWEEP_FWD_ROW(p->plain_hi[2], x_end, m | 4)
+#define SWEEP_ROW_MID(m) SWEEP_FWD_ROW(p->plain_lo[2], p->plain_hi[2], m)
+  SWEEP_MASK_SWITCH(outer, SWEEP_ROW_EDGE)
+  SWEEP_MASK_SWITCH(outer, SWEEP_ROW_MID)
+#undef SWEEP_FWD_ROW
+#undef SWEEP_ROW_EDGE
+#undef SWEEP_ROW_MID
+}
+
 /* Work items are (shot, tile of SWEEP_TILE_Y rows in y); each streams through
  * z so the planes a 3D stencil reads stay in cache. */
 #define SWEEP_TILE_Y 8
@@ -145,16 +167,139 @@ static inline int SWEEP_FN(has_free_surface)(const sweep_acoustic_params *p) {
   return 0;
 }
 
+/*
+ * Temporal blocking of forward steps that store nothing (the forward-only
+ * propagation).  One step streams every field through memory once, which
+ * bounds large grids by DRAM bandwidth; here block_steps steps advance
+ * together in one sweep along the outermost axis (z in 3D, y in 2D):
+ *
+ *   stage k: step s of the block updates plane group k - s * lag
+ *
+ * so each plane is read from memory once per block while the planes of the
+ * wavefront stay in cache.  With lag = 1 + ceil(h / G) groups of G planes,
+ * step s reads only planes step s - 1 finished in an earlier stage, and
+ * overwrites (u^{n-1}, psi^{n-1} share a buffer with u^{n+1}, psi^{n+1})
+ * only planes step s - 1 no longer reads.  In 3D the y axis is cut into
+ * tiles that lean back by h rows per step (parallelograms) and run in
+ * order, which keeps the wavefront of a tile small: a tile reads rows of
+ * the previous, finished tile and overwrites only rows the next tile no
+ * longer needs.  The updates in one stage are independent; an OpenMP
+ * barrier separates stages.  Each cell sees exactly the arithmetic of the
+ * unblocked loop (sources are added right after their cell's update, in the
+ * same order), so the results are bitwise identical.
+ */
+static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
+                                      const sweep_acoustic_fields *f, const sweep_point *src,
+                                      const sweep_point *rec, sweep_int t0, sweep_int n_steps,
+                                      int n_threads) {
+  const sweep_int h = SWEEP_H, ss = p->shot_stride;
+  const int sa = SWEEP_NDIM == 3 ? 0 : 1; /* streaming axis */
+  const sweep_int q_lo = h, q_hi = p->shape[sa] - h;
+  const sweep_int G = p->block_group > 0 ? p->block_group : 1;
+  const sweep_int n_groups = (q_hi - q_lo + G - 1) / G;
+  const sweep_int lag = 1 + (h + G - 1) / G;
+  const sweep_int y_lo = h, y_hi = p->shape[1] - h;
+  sweep_int T = p->block_steps;
+  /* 3D: y tiles of W rows, the first one must keep a row at the last step. */
+  sweep_int W = SWEEP_NDIM == 3 && p->block_tile > 0 ? p->block_tile : y_hi - y_lo;
+  if (W > y_hi - y_lo) W = y_hi - y_lo;
+  if (SWEEP_NDIM == 3 && W <= (T - 1) * h) T = (W - 1) / h + 1;
+  const sweep_int n_ytiles = SWEEP_NDIM == 3 ? (y_hi - y_lo + W - 1) / W : 1;
+  const sweep_int last_rows = y_hi - (y_lo + (n_ytiles - 1) * W) + (T - 1) * h;
+  const sweep_int max_rows = SWEEP_NDIM == 3 ? (last_rows > W ? last_rows : W) : 1;
+  const sweep_int chunk = SWEEP_NDIM == 3 ? 4 : 1;
+  const sweep_int n_chunks = (max_rows + chunk - 1) / chunk;
+  const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
+  const SWEEP_R *pa[3], *pb[3];
+  for (int d = 0; d < 3; ++d) {
+    pa[d] = (const SWEEP_R *)f->pml_a[d];
+    pb[d] = (const SWEEP_R *)f->pml_b[d];
+  }
+#pragma omp parallel num_threads(n_threads)
+  {
+    const unsigned int fp_state = sweep_flush_denormals();
+    for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
+      const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
+      const sweep_int n_stages = n_groups + (nb - 1) * lag;
+      const sweep_int n_items = p->n_shots * nb * n_chunks;
+      for (sweep_int tile = 0; tile < n_ytiles; ++tile) {
+        for (sweep_int k = 0; k < n_stages; ++k) {
+#pragma omp for schedule(static)
+          for (sweep_int item = 0; item < n_items; ++item) {
+            const sweep_int c = item % n_chunks, s = (item / n_chunks) % nb;
+            const sweep_int shot = item / (n_chunks * nb);
+            const sweep_int grp = k - s * lag;
+            if (grp < 0 || grp >= n_groups) continue;
+            const sweep_int t = tb + s;
+            /* Rows of this item: planes [q0, q1) x rows [ya, yb) (2D: the planes are rows). */
+            const sweep_int q0 = q_lo + grp * G, q1 = q0 + G < q_hi ? q0 + G : q_hi;
+            sweep_int ya = 0, yb = 1;
+            if (SWEEP_NDIM == 3) {
+              const sweep_int a = tile == 0 ? y_lo : y_lo + tile * W - s * h;
+              const sweep_int b = tile == n_ytiles - 1 ? y_hi : y_lo + (tile + 1) * W - s * h;
+              ya = a + c * chunk;
+              yb = ya + chunk < b ? ya + chunk : b;
+              if (ya >= yb) continue;
+            }
+            /* Buffers swap every step: after an odd number of steps since t0, u is in u_prev. */
+            const int odd = (int)((t - t0) & 1);
+            const sweep_int off = shot * ss;
+            SWEEP_R *u = (SWEEP_R *)(odd ? f->u_prev : f->u) + off;
+            SWEEP_R *u_prev = (SWEEP_R *)(odd ? f->u : f->u_prev) + off;
+            SWEEP_R *psi[3], *psi_new[3], *zeta[3];
+            SWEEP_FN(shot_axes)(odd ? f->psi_new : f->psi, off, psi);
+            SWEEP_FN(shot_axes)(odd ? f->psi : f->psi_new, off, psi_new);
+            SWEEP_FN(shot_axes)(f->zeta, off, zeta);
+            for (sweep_int q = q0; q < q1; ++q) {
+              const sweep_int z = SWEEP_NDIM == 3 ? q : 0;
+              const sweep_int r0 = SWEEP_NDIM == 3 ? ya : q, r1 = SWEEP_NDIM == 3 ? yb : q + 1;
+              for (sweep_int y = r0; y < r1; ++y)
+                SWEEP_FN(fwd_full_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, NULL, z,
+                                       y);
+              /* Receivers record u^t and sources add to u^{t+1} in the rows just updated. */
+              const sweep_int i0 = z * p->stride[0] + r0 * p->stride[1];
+              const sweep_int i1 = z * p->stride[0] + r1 * p->stride[1];
+              if (rec) {
+                const sweep_point *rs = rec + shot * p->n_rec;
+                SWEEP_R *out = (SWEEP_R *)f->rec;
+                for (sweep_int j = sweep_points_lower(rs, p->n_rec, i0);
+                     j < p->n_rec && rs[j].idx < i1; ++j)
+                  out[(shot * p->n_rec + rs[j].k) * p->nt + t] = u[rs[j].idx];
+              }
+              if (src) {
+                const sweep_point *sp = src + shot * p->n_src;
+                const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+                for (sweep_int j = sweep_points_lower(sp, p->n_src, i0);
+                     j < p->n_src && sp[j].idx < i1; ++j)
+                  u_prev[sp[j].idx] -= v2dt2[sp[j].idx] * amp[(shot * p->n_src + sp[j].k) * p->nt + t];
+              }
+            }
+          }
+        }
+      }
+    }
+    sweep_restore_fp(fp_state);
+  }
+}
+
 void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
                                       const sweep_acoustic_fields *f, sweep_int t0,
                                       sweep_int n_steps, int n_threads) {
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
-  const sweep_int x_end = p->shape[2] - h;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const sweep_int mc = SWEEP_FN(model_cells)(p);
   const sweep_int mlo2 = p->model_lo[2], m2 = p->model_hi[2] - p->model_lo[2];
   const sweep_int n_band = f->band_idx ? p->n_band : 0;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
+  if (p->block_steps > 1 && !f->store && !n_band && !free_surface) {
+    sweep_point *src = f->src_amp ? sweep_sorted_points(f->src_idx, p->n_shots, p->n_src) : NULL;
+    sweep_point *rec = f->rec ? sweep_sorted_points(f->rec_idx, p->n_shots, p->n_rec) : NULL;
+    const int ok = (src || !f->src_amp || p->n_src == 0) && (rec || !f->rec || p->n_rec == 0);
+    if (ok) SWEEP_FN(forward_blocked)(p, f, src, rec, t0, n_steps, n_threads);
+    free(src);
+    free(rec);
+    if (ok) return;
+  }
   const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
   const SWEEP_R *pa[3], *pb[3];
   for (int d = 0; d < 3; ++d) {
@@ -190,28 +335,18 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
         SWEEP_FN(shot_axes)(f->zeta, off, zeta);
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
           for (sweep_int y = y0; y < y1; ++y) {
-            const sweep_int base = z * p->stride[0] + y * p->stride[1];
             const int outer = SWEEP_FN(row_mask)(p, z, y);
             const sweep_int srow = store ? SWEEP_FN(model_row)(p, z, y) : -1;
             const sweep_int brow = n_band ? f->band_row[z * p->shape[1] + y] : -1;
             SWEEP_R *wr = srow >= 0 || brow >= 0 ? wrow : NULL;
-#define SWEEP_FWD_ROW(x0, x1, m)                                                               \
-  SWEEP_FN(fwd_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb, wr, base, z, y, \
-                    x0, x1, m)
-#define SWEEP_ROW_EDGE(m) SWEEP_FWD_ROW(h, p->plain_lo[2], m | 4); \
-                          SWEEP_FWD_ROW(p->plain_hi[2], x_end, m | 4)
-#define SWEEP_ROW_MID(m) SWEEP_FWD_ROW(p->plain_lo[2], p->plain_hi[2], m)
-            SWEEP_MASK_SWITCH(outer, SWEEP_ROW_EDGE)
-            SWEEP_MASK_SWITCH(outer, SWEEP_ROW_MID)
-#undef SWEEP_FWD_ROW
-#undef SWEEP_ROW_EDGE
-#undef SWEEP_ROW_MID
+            SWEEP_FN(fwd_full_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb,
+                                   wr, z, y);
             if (srow >= 0) memcpy(store + shot * mc + srow, wr + mlo2, sizeof(SWEEP_R) * m2);
             if (brow >= 0) {
               /* Band cells of this row, in band_idx order: the whole model row,
                * or its ends when the row is plain in z and y. */
               SWEEP_R *bu_s = bu + shot * n_band + brow, *bw_s = bw + shot * n_band + brow;
-              const SWEEP_R *u_row = u + off + base;
+              const SWEEP_R *u_row = u + off + z * p->stride[0] + y * p->stride[1];
               const sweep_int mhi2 = p->model_hi[2];
               const sweep_int a = outer || p->plain_lo[2] > mhi2 ? mhi2 : p->plain_lo[2];
               const sweep_int b = outer || p->plain_hi[2] < a ? mhi2 : p->plain_hi[2];

@@ -40,6 +40,45 @@ static inline void sweep_restore_fp(unsigned int state) {
 #endif
 }
 
+/* A source or receiver of one shot: flat cell index and its position in the
+ * caller's list.  Sorted by (idx, k), so the cells of a range of rows are one
+ * slice and sources sharing a cell keep their order (bitwise as unblocked). */
+typedef struct sweep_point {
+  sweep_int idx, k;
+} sweep_point;
+
+static int sweep_point_cmp(const void *a, const void *b) {
+  const sweep_point *x = (const sweep_point *)a, *y = (const sweep_point *)b;
+  if (x->idx != y->idx) return x->idx < y->idx ? -1 : 1;
+  return (x->k > y->k) - (x->k < y->k);
+}
+
+/* Points of every shot, sorted per shot; NULL when n == 0 (or on allocation failure). */
+static sweep_point *sweep_sorted_points(const sweep_int *idx, sweep_int n_shots, sweep_int n) {
+  if (!idx || n <= 0) return NULL;
+  sweep_point *pts = (sweep_point *)malloc(sizeof(sweep_point) * n_shots * n);
+  if (!pts) return NULL;
+  for (sweep_int shot = 0; shot < n_shots; ++shot) {
+    for (sweep_int k = 0; k < n; ++k) {
+      pts[shot * n + k].idx = idx[shot * n + k];
+      pts[shot * n + k].k = k;
+    }
+    qsort(pts + shot * n, (size_t)n, sizeof(sweep_point), sweep_point_cmp);
+  }
+  return pts;
+}
+
+/* First of n sorted points with idx >= key. */
+static inline sweep_int sweep_points_lower(const sweep_point *pts, sweep_int n, sweep_int key) {
+  sweep_int lo = 0, hi = n;
+  while (lo < hi) {
+    const sweep_int mid = lo + (hi - lo) / 2;
+    if (pts[mid].idx < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 #define SWEEP_INSTANTIATE_FILE "acoustic_cpu_impl.h"
 #include "instantiate_orders.h"
 #undef SWEEP_INSTANTIATE_FILE
