@@ -161,6 +161,23 @@ def test_no_grad_c_path_matches_grad_path():
     _close(a, b.detach(), rtol=0)
 
 
+def test_untracked_eager_forward_matches_tracked():
+    """Without autograd the eager path writes receivers into one tensor (no per-step list)."""
+    v, amp = _problem()
+    prop = PropTorch(
+        "acoustic", impl="eager", eager_options=EagerOptions(store_last_wavefield=True), **SETTINGS
+    )
+    with torch.no_grad():
+        a = prop(v, source_amplitudes=amp)
+    last = prop.last_wavefield
+    b = prop(v.clone().requires_grad_(True), source_amplitudes=amp)
+    assert not a.requires_grad and b.requires_grad
+    _close(a, b.detach(), rtol=0)
+    _close(last, prop.last_wavefield, rtol=0)
+    c = prop(v, source_amplitudes=amp)  # grad mode on, nothing requires grad: untracked too
+    _close(c, a, rtol=0)
+
+
 @needs_binding
 def test_c_only_source_gradient():
     v, amp = _problem()
