@@ -20,6 +20,15 @@ static inline void SWEEP_FN(shot_axes)(void *const *src, sweep_int off, SWEEP_R 
   for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (SWEEP_R *)src[d] + off : NULL;
 }
 
+/* The CPML profiles a and b per axis, typed. */
+static inline void SWEEP_FN(pml_profiles)(const sweep_acoustic_fields *f, const SWEEP_R **pa,
+                                          const SWEEP_R **pb) {
+  for (int d = 0; d < 3; ++d) {
+    pa[d] = (const SWEEP_R *)f->pml_a[d];
+    pb[d] = (const SWEEP_R *)f->pml_b[d];
+  }
+}
+
 /* Rows of one stencil, x in [x0, x1), with a compile-time CPML axis mask;
  * W^n goes to wrow[x] when wrow is not NULL (full storage). */
 static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(
@@ -211,10 +220,7 @@ static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
   const sweep_int n_chunks = (max_rows + chunk - 1) / chunk;
   const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
   const SWEEP_R *pa[3], *pb[3];
-  for (int d = 0; d < 3; ++d) {
-    pa[d] = (const SWEEP_R *)f->pml_a[d];
-    pb[d] = (const SWEEP_R *)f->pml_b[d];
-  }
+  SWEEP_FN(pml_profiles)(f, pa, pb);
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
@@ -302,10 +308,7 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
   }
   const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
   const SWEEP_R *pa[3], *pb[3];
-  for (int d = 0; d < 3; ++d) {
-    pa[d] = (const SWEEP_R *)f->pml_a[d];
-    pb[d] = (const SWEEP_R *)f->pml_b[d];
-  }
+  SWEEP_FN(pml_profiles)(f, pa, pb);
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
@@ -416,10 +419,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   const int free_surface = SWEEP_FN(has_free_surface)(p);
   const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
   const SWEEP_R *pa[3], *pb[3];
-  for (int d = 0; d < 3; ++d) {
-    pa[d] = (const SWEEP_R *)f->pml_a[d];
-    pb[d] = (const SWEEP_R *)f->pml_b[d];
-  }
+  SWEEP_FN(pml_profiles)(f, pa, pb);
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
