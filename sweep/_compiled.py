@@ -110,16 +110,17 @@ class AdjState:
         self.recon: Any = None  # u^t
 
 
-def time_blocking(geom: Geometry) -> tuple[int, int, int]:
+def time_blocking(geom: Geometry, n_threads: int) -> tuple[int, int, int]:
     """Temporal blocking of the CPU forward kernel: (steps, plane group, y tile).
 
     Forward steps that store nothing advance ``steps`` at a time in one sweep
     along the outermost axis (see ``forward_blocked`` in
-    ``sweep_cy/acoustic_cpu_impl.h``).  It pays where a step streams more than
-    the caches hold, which here means 3D grids: an all-plain 168^3 forward
-    went from 3.56 to 3.11 ms per step on 2 threads (a 2D 4-shot step stays
-    in the last-level cache and gained nothing).  Small grids run unblocked
-    (``steps`` 1).
+    ``sweep_cy/acoustic_cpu_impl.h``); ``steps`` 1 is off.  Measured on 2
+    threads (benchmarks/README.md): 3D 168^3 without CPML 4.1 -> 3.2 ms per
+    step, 3D 128^3 with CPML 10-11 -> 9.2 ms; 2D 300 x 1000, 4 shots,
+    0.50-0.54 -> 0.43-0.47 ms, but only with whole shots per thread (the
+    kernel's barrier-free mode, when the threads divide the shots).  Steps
+    that fit in the caches gain nothing and run unblocked.
     ``SWEEP_TIME_BLOCKING="steps,group,tile"`` overrides the choice (tuning).
     """
     env = os.environ.get("SWEEP_TIME_BLOCKING")
@@ -131,16 +132,22 @@ def time_blocking(geom: Geometry) -> tuple[int, int, int]:
                 f"SWEEP_TIME_BLOCKING must be three integers 'steps,group,tile', got {env!r}"
             ) from None
         return max(steps, 1), max(group, 1), max(tile, 1)
-    if geom.ndim == 2:
-        return 1, 1, 1  # a 2D step stays in the last-level cache: measured no gain
     step_bytes = geom.n_shots * geom.shot_stride * 12  # u, u_prev, v^2 dt^2 at float32
     if step_bytes < _BLOCKING_MIN_BYTES:
         return 1, 1, 1
+    if geom.ndim == 2:
+        return (4, 4, 1) if geom.n_shots % max(n_threads, 1) == 0 else (1, 1, 1)
     return 4, 1, 32
 
 
 # A step whose fields fit comfortably in the last-level cache gains nothing.
 _BLOCKING_MIN_BYTES = 8 << 20
+
+
+def _max_threads() -> int:
+    from . import _C
+
+    return int(_C.max_threads())
 
 
 class CompiledAcoustic:
@@ -243,7 +250,7 @@ class CompiledAcoustic:
             out["rec_groups"] = self._rec_groups()
             out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
         if xp is np:
-            steps, group, tile = time_blocking(g)
+            steps, group, tile = time_blocking(g, self.n_threads or _max_threads())
             out["params"]["block_steps"] = steps
             out["params"]["block_group"] = group
             out["params"]["block_tile"] = tile

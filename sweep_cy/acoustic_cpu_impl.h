@@ -193,92 +193,132 @@ static inline int SWEEP_FN(has_free_surface)(const sweep_acoustic_params *p) {
  * order, which keeps the wavefront of a tile small: a tile reads rows of
  * the previous, finished tile and overwrites only rows the next tile no
  * longer needs.  The updates in one stage are independent; an OpenMP
- * barrier separates stages.  Each cell sees exactly the arithmetic of the
- * unblocked loop (sources are added right after their cell's update, in the
- * same order), so the results are bitwise identical.
+ * barrier separates stages, unless each thread takes whole shots (then a
+ * thread runs its shots' wavefronts alone).  Each cell sees exactly the
+ * arithmetic of the unblocked loop (sources are added right after their
+ * cell's update, in the same order), so the results are bitwise identical.
  */
+static sweep_blocking SWEEP_FN(blocking)(const sweep_acoustic_params *p) {
+  const sweep_int h = SWEEP_H;
+  const int sa = SWEEP_NDIM == 3 ? 0 : 1; /* streaming axis */
+  sweep_blocking b;
+  b.steps = p->block_steps;
+  b.q_lo = h;
+  b.q_hi = p->shape[sa] - h;
+  b.group = p->block_group > 0 ? p->block_group : 1;
+  b.n_groups = (b.q_hi - b.q_lo + b.group - 1) / b.group;
+  b.lag = 1 + (h + b.group - 1) / b.group;
+  b.y_lo = h;
+  b.y_hi = p->shape[1] - h;
+  /* 3D: y tiles of `tile` rows; the first must keep a row at the last step. */
+  b.tile = SWEEP_NDIM == 3 && p->block_tile > 0 ? p->block_tile : b.y_hi - b.y_lo;
+  if (b.tile > b.y_hi - b.y_lo) b.tile = b.y_hi - b.y_lo;
+  if (SWEEP_NDIM == 3 && b.tile <= (b.steps - 1) * h) b.steps = (b.tile - 1) / h + 1;
+  b.n_ytiles = SWEEP_NDIM == 3 ? (b.y_hi - b.y_lo + b.tile - 1) / b.tile : 1;
+  const sweep_int last_rows = b.y_hi - (b.y_lo + (b.n_ytiles - 1) * b.tile) + (b.steps - 1) * h;
+  const sweep_int max_rows = SWEEP_NDIM == 3 ? (last_rows > b.tile ? last_rows : b.tile) : 1;
+  b.chunk = SWEEP_NDIM == 3 ? 4 : 1;
+  b.n_chunks = (max_rows + b.chunk - 1) / b.chunk;
+  return b;
+}
+
+/* Work item (shot, step s of the block starting at tb, y tile, stage k,
+ * chunk c) of forward_blocked: the rows of one plane group, or nothing when
+ * step s has no group in stage k. */
+static inline void SWEEP_FN(blocked_item)(const sweep_acoustic_params *p,
+                                          const sweep_acoustic_fields *f, const sweep_blocking *b,
+                                          const sweep_point *src, const sweep_point *rec,
+                                          const SWEEP_R *const *pa, const SWEEP_R *const *pb,
+                                          sweep_int t0, sweep_int tb, sweep_int shot, sweep_int s,
+                                          sweep_int tile, sweep_int k, sweep_int c) {
+  const sweep_int h = SWEEP_H;
+  const sweep_int grp = k - s * b->lag;
+  if (grp < 0 || grp >= b->n_groups) return;
+  const sweep_int t = tb + s;
+  /* Rows of this item: planes [q0, q1) x rows [ya, yb) (2D: the planes are rows). */
+  const sweep_int q0 = b->q_lo + grp * b->group;
+  const sweep_int q1 = q0 + b->group < b->q_hi ? q0 + b->group : b->q_hi;
+  sweep_int ya = 0, yb = 1;
+  if (SWEEP_NDIM == 3) {
+    const sweep_int lo = tile == 0 ? b->y_lo : b->y_lo + tile * b->tile - s * h;
+    const sweep_int hi =
+        tile == b->n_ytiles - 1 ? b->y_hi : b->y_lo + (tile + 1) * b->tile - s * h;
+    ya = lo + c * b->chunk;
+    yb = ya + b->chunk < hi ? ya + b->chunk : hi;
+    if (ya >= yb) return;
+  }
+  /* Buffers swap every step: after an odd number of steps since t0, u is in u_prev. */
+  const int odd = (int)((t - t0) & 1);
+  const sweep_int off = shot * p->shot_stride;
+  const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
+  SWEEP_R *u = (SWEEP_R *)(odd ? f->u_prev : f->u) + off;
+  SWEEP_R *u_prev = (SWEEP_R *)(odd ? f->u : f->u_prev) + off;
+  SWEEP_R *psi[3], *psi_new[3], *zeta[3];
+  SWEEP_FN(shot_axes)(odd ? f->psi_new : f->psi, off, psi);
+  SWEEP_FN(shot_axes)(odd ? f->psi : f->psi_new, off, psi_new);
+  SWEEP_FN(shot_axes)(f->zeta, off, zeta);
+  for (sweep_int q = q0; q < q1; ++q) {
+    const sweep_int z = SWEEP_NDIM == 3 ? q : 0;
+    const sweep_int r0 = SWEEP_NDIM == 3 ? ya : q, r1 = SWEEP_NDIM == 3 ? yb : q + 1;
+    for (sweep_int y = r0; y < r1; ++y)
+      SWEEP_FN(fwd_full_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, NULL, z, y);
+    /* Receivers record u^t and sources add to u^{t+1} in the rows just updated. */
+    const sweep_int i0 = z * p->stride[0] + r0 * p->stride[1];
+    const sweep_int i1 = z * p->stride[0] + r1 * p->stride[1];
+    if (rec) {
+      const sweep_point *rs = rec + shot * p->n_rec;
+      SWEEP_R *out = (SWEEP_R *)f->rec;
+      for (sweep_int j = sweep_points_lower(rs, p->n_rec, i0); j < p->n_rec && rs[j].idx < i1; ++j)
+        out[(shot * p->n_rec + rs[j].k) * p->nt + t] = u[rs[j].idx];
+    }
+    if (src) {
+      const sweep_point *sp = src + shot * p->n_src;
+      const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+      for (sweep_int j = sweep_points_lower(sp, p->n_src, i0); j < p->n_src && sp[j].idx < i1; ++j)
+        u_prev[sp[j].idx] -= v2dt2[sp[j].idx] * amp[(shot * p->n_src + sp[j].k) * p->nt + t];
+    }
+  }
+}
+
 static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
                                       const sweep_acoustic_fields *f, const sweep_point *src,
                                       const sweep_point *rec, sweep_int t0, sweep_int n_steps,
                                       int n_threads) {
-  const sweep_int h = SWEEP_H, ss = p->shot_stride;
-  const int sa = SWEEP_NDIM == 3 ? 0 : 1; /* streaming axis */
-  const sweep_int q_lo = h, q_hi = p->shape[sa] - h;
-  const sweep_int G = p->block_group > 0 ? p->block_group : 1;
-  const sweep_int n_groups = (q_hi - q_lo + G - 1) / G;
-  const sweep_int lag = 1 + (h + G - 1) / G;
-  const sweep_int y_lo = h, y_hi = p->shape[1] - h;
-  sweep_int T = p->block_steps;
-  /* 3D: y tiles of W rows, the first one must keep a row at the last step. */
-  sweep_int W = SWEEP_NDIM == 3 && p->block_tile > 0 ? p->block_tile : y_hi - y_lo;
-  if (W > y_hi - y_lo) W = y_hi - y_lo;
-  if (SWEEP_NDIM == 3 && W <= (T - 1) * h) T = (W - 1) / h + 1;
-  const sweep_int n_ytiles = SWEEP_NDIM == 3 ? (y_hi - y_lo + W - 1) / W : 1;
-  const sweep_int last_rows = y_hi - (y_lo + (n_ytiles - 1) * W) + (T - 1) * h;
-  const sweep_int max_rows = SWEEP_NDIM == 3 ? (last_rows > W ? last_rows : W) : 1;
-  const sweep_int chunk = SWEEP_NDIM == 3 ? 4 : 1;
-  const sweep_int n_chunks = (max_rows + chunk - 1) / chunk;
-  const SWEEP_R *v2dt2 = (const SWEEP_R *)f->v2dt2;
+  const sweep_blocking b = SWEEP_FN(blocking)(p);
+  const sweep_int T = b.steps;
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
+  /* Whole shots per thread when they divide evenly: no barriers, and each
+   * thread's wavefront is one shot's (smaller, so it stays in its own cache). */
+  const int by_shot = p->n_shots % n_threads == 0;
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
-    for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
-      const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
-      const sweep_int n_stages = n_groups + (nb - 1) * lag;
-      const sweep_int n_items = p->n_shots * nb * n_chunks;
-      for (sweep_int tile = 0; tile < n_ytiles; ++tile) {
-        for (sweep_int k = 0; k < n_stages; ++k) {
+    if (by_shot) {
 #pragma omp for schedule(static)
-          for (sweep_int item = 0; item < n_items; ++item) {
-            const sweep_int c = item % n_chunks, s = (item / n_chunks) % nb;
-            const sweep_int shot = item / (n_chunks * nb);
-            const sweep_int grp = k - s * lag;
-            if (grp < 0 || grp >= n_groups) continue;
-            const sweep_int t = tb + s;
-            /* Rows of this item: planes [q0, q1) x rows [ya, yb) (2D: the planes are rows). */
-            const sweep_int q0 = q_lo + grp * G, q1 = q0 + G < q_hi ? q0 + G : q_hi;
-            sweep_int ya = 0, yb = 1;
-            if (SWEEP_NDIM == 3) {
-              const sweep_int a = tile == 0 ? y_lo : y_lo + tile * W - s * h;
-              const sweep_int b = tile == n_ytiles - 1 ? y_hi : y_lo + (tile + 1) * W - s * h;
-              ya = a + c * chunk;
-              yb = ya + chunk < b ? ya + chunk : b;
-              if (ya >= yb) continue;
-            }
-            /* Buffers swap every step: after an odd number of steps since t0, u is in u_prev. */
-            const int odd = (int)((t - t0) & 1);
-            const sweep_int off = shot * ss;
-            SWEEP_R *u = (SWEEP_R *)(odd ? f->u_prev : f->u) + off;
-            SWEEP_R *u_prev = (SWEEP_R *)(odd ? f->u : f->u_prev) + off;
-            SWEEP_R *psi[3], *psi_new[3], *zeta[3];
-            SWEEP_FN(shot_axes)(odd ? f->psi_new : f->psi, off, psi);
-            SWEEP_FN(shot_axes)(odd ? f->psi : f->psi_new, off, psi_new);
-            SWEEP_FN(shot_axes)(f->zeta, off, zeta);
-            for (sweep_int q = q0; q < q1; ++q) {
-              const sweep_int z = SWEEP_NDIM == 3 ? q : 0;
-              const sweep_int r0 = SWEEP_NDIM == 3 ? ya : q, r1 = SWEEP_NDIM == 3 ? yb : q + 1;
-              for (sweep_int y = r0; y < r1; ++y)
-                SWEEP_FN(fwd_full_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, NULL, z,
-                                       y);
-              /* Receivers record u^t and sources add to u^{t+1} in the rows just updated. */
-              const sweep_int i0 = z * p->stride[0] + r0 * p->stride[1];
-              const sweep_int i1 = z * p->stride[0] + r1 * p->stride[1];
-              if (rec) {
-                const sweep_point *rs = rec + shot * p->n_rec;
-                SWEEP_R *out = (SWEEP_R *)f->rec;
-                for (sweep_int j = sweep_points_lower(rs, p->n_rec, i0);
-                     j < p->n_rec && rs[j].idx < i1; ++j)
-                  out[(shot * p->n_rec + rs[j].k) * p->nt + t] = u[rs[j].idx];
-              }
-              if (src) {
-                const sweep_point *sp = src + shot * p->n_src;
-                const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
-                for (sweep_int j = sweep_points_lower(sp, p->n_src, i0);
-                     j < p->n_src && sp[j].idx < i1; ++j)
-                  u_prev[sp[j].idx] -= v2dt2[sp[j].idx] * amp[(shot * p->n_src + sp[j].k) * p->nt + t];
-              }
+      for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+        for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
+          const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
+          const sweep_int n_stages = b.n_groups + (nb - 1) * b.lag;
+          for (sweep_int tile = 0; tile < b.n_ytiles; ++tile)
+            for (sweep_int k = 0; k < n_stages; ++k)
+              for (sweep_int s = 0; s < nb; ++s)
+                for (sweep_int c = 0; c < b.n_chunks; ++c)
+                  SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, t0, tb, shot, s, tile, k, c);
+        }
+      }
+    } else {
+      for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
+        const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
+        const sweep_int n_stages = b.n_groups + (nb - 1) * b.lag;
+        const sweep_int n_items = p->n_shots * nb * b.n_chunks;
+        for (sweep_int tile = 0; tile < b.n_ytiles; ++tile) {
+          for (sweep_int k = 0; k < n_stages; ++k) {
+#pragma omp for schedule(static)
+            for (sweep_int item = 0; item < n_items; ++item) {
+              const sweep_int c = item % b.n_chunks, s = (item / b.n_chunks) % nb;
+              SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, t0, tb, item / (b.n_chunks * nb),
+                                     s, tile, k, c);
             }
           }
         }

@@ -79,6 +79,17 @@ static inline sweep_int sweep_points_lower(const sweep_point *pts, sweep_int n, 
   return lo;
 }
 
+/* Derived constants of a temporally blocked forward call (forward_blocked). */
+typedef struct sweep_blocking {
+  sweep_int steps;              /* steps per block */
+  sweep_int q_lo, q_hi;         /* computed planes along the streaming axis */
+  sweep_int group, n_groups;    /* planes per group; groups */
+  sweep_int lag;                /* groups between consecutive steps of a stage */
+  sweep_int y_lo, y_hi, tile;   /* 3D: computed rows in y, rows per y tile */
+  sweep_int n_ytiles;
+  sweep_int chunk, n_chunks;    /* rows per work item of a tile and step; items */
+} sweep_blocking;
+
 #define SWEEP_INSTANTIATE_FILE "acoustic_cpu_impl.h"
 #include "instantiate_orders.h"
 #undef SWEEP_INSTANTIATE_FILE
