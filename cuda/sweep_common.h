@@ -64,6 +64,8 @@ typedef struct sweep_acoustic_params {
   sweep_int block_steps;
   sweep_int block_group;
   sweep_int block_tile;
+  sweep_int slot_shots;   /* shots per slot of store/band_u/band_w (the CPU splits
+                             shots between threads; elsewhere n_shots) */
   double rdx[3];          /* 1 / grid spacing */
   double rdx2[3];         /* 1 / grid spacing^2 */
 } sweep_acoustic_params;

@@ -203,6 +203,7 @@ class Geometry:
             p["model_hi"][off + d] = self.lo(d) + self.model_shape[d]
         p["store_every"] = 1
         p["n_band"] = 0
+        p["slot_shots"] = self.n_shots
         return p
 
     @property

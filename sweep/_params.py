@@ -35,6 +35,7 @@ ACOUSTIC_PARAMS = np.dtype(
         ("block_steps", _I),
         ("block_group", _I),
         ("block_tile", _I),
+        ("slot_shots", _I),
         ("rdx", _F, (3,)),
         ("rdx2", _F, (3,)),
     ],

@@ -328,9 +328,71 @@ static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
   }
 }
 
+/*
+ * Shots are independent, so when the threads divide them evenly each thread
+ * runs whole shots on its own (sub_problem: the same call restricted to
+ * shots [shot0, shot0 + n)), with no barrier per step and a working set of
+ * one thread's shots.  Measured on 2 threads, 2D 300 x 1000, 4 shots, full
+ * storage gradient: ~7 % faster than all threads sharing every step.
+ */
+static inline int SWEEP_FN(split_by_shot)(const sweep_acoustic_params *p, int n_threads) {
+  return n_threads > 1 && p->n_shots > 1 && p->n_shots % n_threads == 0;
+}
+
+static void SWEEP_FN(sub_problem)(const sweep_acoustic_params *p, const sweep_acoustic_fields *f,
+                                  sweep_int shot0, sweep_int n, sweep_acoustic_params *q,
+                                  sweep_acoustic_fields *g) {
+  *q = *p;
+  *g = *f;
+  q->n_shots = n;
+  const sweep_int fo = shot0 * p->shot_stride;
+#define SWEEP_OFF(ptr, k) ((ptr) ? (void *)((SWEEP_R *)(ptr) + (k)) : NULL)
+  g->u_prev = SWEEP_OFF(f->u_prev, fo);
+  g->u = SWEEP_OFF(f->u, fo);
+  for (int d = 0; d < 3; ++d) {
+    g->psi[d] = SWEEP_OFF(f->psi[d], fo);
+    g->psi_new[d] = SWEEP_OFF(f->psi_new[d], fo);
+    g->zeta[d] = SWEEP_OFF(f->zeta[d], fo);
+    g->zeta_new[d] = SWEEP_OFF(f->zeta_new[d], fo);
+  }
+  g->grad_v2dt2 = SWEEP_OFF(f->grad_v2dt2, fo);
+  g->adj_g = SWEEP_OFF(f->adj_g, fo);
+  g->recon_u = SWEEP_OFF(f->recon_u, fo);
+  g->recon_u_next = SWEEP_OFF(f->recon_u_next, fo);
+  g->src_amp = SWEEP_OFF(f->src_amp, shot0 * p->n_src * p->nt);
+  g->grad_src = SWEEP_OFF(f->grad_src, shot0 * p->n_src * p->nt);
+  g->rec = SWEEP_OFF(f->rec, shot0 * p->n_rec * p->nt);
+  g->store = SWEEP_OFF(f->store, shot0 * SWEEP_FN(model_cells)(p));
+  g->band_u = SWEEP_OFF(f->band_u, shot0 * p->n_band);
+  g->band_w = SWEEP_OFF(f->band_w, shot0 * p->n_band);
+#undef SWEEP_OFF
+  g->src_idx = f->src_idx ? f->src_idx + shot0 * p->n_src : NULL;
+  g->rec_idx = f->rec_idx ? f->rec_idx + shot0 * p->n_rec : NULL;
+}
+
+typedef void (*SWEEP_FN(run_fn))(const sweep_acoustic_params *, const sweep_acoustic_fields *,
+                                 sweep_int, sweep_int, int);
+
+static void SWEEP_FN(run_by_shot)(SWEEP_FN(run_fn) run, const sweep_acoustic_params *p,
+                                  const sweep_acoustic_fields *f, sweep_int t, sweep_int n_steps,
+                                  int n_threads) {
+  const sweep_int per = p->n_shots / n_threads;
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (int k = 0; k < n_threads; ++k) {
+    sweep_acoustic_params q;
+    sweep_acoustic_fields g;
+    SWEEP_FN(sub_problem)(p, f, k * per, per, &q, &g);
+    run(&q, &g, t, n_steps, 1);
+  }
+}
+
 void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
                                       const sweep_acoustic_fields *f, sweep_int t0,
                                       sweep_int n_steps, int n_threads) {
+  if (SWEEP_FN(split_by_shot)(p, n_threads)) {
+    SWEEP_FN(run_by_shot)(SWEEP_FN(sweep_acoustic_forward), p, f, t0, n_steps, n_threads);
+    return;
+  }
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const sweep_int mc = SWEEP_FN(model_cells)(p);
@@ -363,9 +425,9 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
     SWEEP_R *wrow = f->store || n_band ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2]) : NULL;
     for (sweep_int t = t0; t < t0 + n_steps; ++t) {
       const sweep_int slot = f->store ? SWEEP_FN(store_slot)(p, t, t0) : -1;
-      SWEEP_R *store = slot >= 0 ? (SWEEP_R *)f->store + slot * p->n_shots * mc : NULL;
-      SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u + (t - t0) * p->n_shots * n_band : NULL;
-      SWEEP_R *bw = n_band ? (SWEEP_R *)f->band_w + (t - t0) * p->n_shots * n_band : NULL;
+      SWEEP_R *store = slot >= 0 ? (SWEEP_R *)f->store + slot * p->slot_shots * mc : NULL;
+      SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u + (t - t0) * p->slot_shots * n_band : NULL;
+      SWEEP_R *bw = n_band ? (SWEEP_R *)f->band_w + (t - t0) * p->slot_shots * n_band : NULL;
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
         const sweep_int shot = item / n_tiles;
@@ -448,6 +510,10 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
 void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
                                        const sweep_acoustic_fields *f, sweep_int t_end,
                                        sweep_int n_steps, int n_threads) {
+  if (SWEEP_FN(split_by_shot)(p, n_threads)) {
+    SWEEP_FN(run_by_shot)(SWEEP_FN(sweep_acoustic_backward), p, f, t_end, n_steps, n_threads);
+    return;
+  }
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int x_end = p->shape[2] - h;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
@@ -477,7 +543,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
     const sweep_int n_rows = p->n_shots * p->shape[0] * p->shape[1], nx = p->shape[2];
     for (sweep_int t = t_end - 1; t >= t_begin; --t) {
       const sweep_int slot = f->store && grad_all ? SWEEP_FN(store_slot)(p, t, t_begin) : -1;
-      const SWEEP_R *store = slot >= 0 ? (const SWEEP_R *)f->store + slot * p->n_shots * mc : NULL;
+      const SWEEP_R *store = slot >= 0 ? (const SWEEP_R *)f->store + slot * p->slot_shots * mc : NULL;
       /* g = v^2 dt^2 lambda once per cell (halo and ghosts included), so the
        * stencil below reads one array per tap instead of two. */
 #pragma omp for schedule(static)
@@ -554,7 +620,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
         }
         if (recon) {
           /* Band cells: W^t was saved; u^{t-1} is restored from the save. */
-          const sweep_int b0 = ((t - t_begin) * p->n_shots + shot) * n_band;
+          const sweep_int b0 = ((t - t_begin) * p->slot_shots + shot) * n_band;
           const SWEEP_R *bw = (const SWEEP_R *)f->band_w + b0;
           for (sweep_int j = 0; j < n_band; ++j) {
             const sweep_int i = off + f->band_idx[j];

@@ -57,6 +57,24 @@ def test_replaying_strategies_are_bitwise_full_storage(ndim, free, memory, tmp_p
 
 
 @pytest.mark.parametrize("ndim", (2, 3))
+@pytest.mark.parametrize(
+    "memory",
+    [{"storage_mode": "device"}, {"memory": BOUNDARY}, {"memory": CHUNKS}, {"memory": RECURSIVE}],
+    ids=["full", "boundary", "ckpt-chunk", "ckpt-recursive"],
+)
+def test_shots_split_between_threads_are_bitwise_one_thread(ndim, memory):
+    """With the threads dividing the shots, each thread runs whole shots (sub-problems)."""
+    problem = random_problem(ndim, accuracy=4, n_shots=4, free_surface=FREE[ndim])
+    out1, ref = _gradients(problem, n_threads=1, **memory)
+    for n_threads in (2, 4):
+        out, got = _gradients(problem, n_threads=n_threads, **memory)
+        assert np.array_equal(out.receivers, out1.receivers)
+        assert np.array_equal(out.wavefield, out1.wavefield)
+        for key in ("v", "source_amplitudes"):
+            assert np.array_equal(got[key], ref[key]), (key, n_threads)
+
+
+@pytest.mark.parametrize("ndim", (2, 3))
 @pytest.mark.parametrize("order", (2, 8))
 @pytest.mark.parametrize("free", (False, True))
 def test_boundary_saving_matches_full_storage(ndim, order, free):
