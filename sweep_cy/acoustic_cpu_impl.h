@@ -376,12 +376,11 @@ typedef void (*SWEEP_FN(run_fn))(const sweep_acoustic_params *, const sweep_acou
 static void SWEEP_FN(run_by_shot)(SWEEP_FN(run_fn) run, const sweep_acoustic_params *p,
                                   const sweep_acoustic_fields *f, sweep_int t, sweep_int n_steps,
                                   int n_threads) {
-  const sweep_int per = p->n_shots / n_threads;
 #pragma omp parallel for num_threads(n_threads) schedule(static)
-  for (int k = 0; k < n_threads; ++k) {
+  for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
     sweep_acoustic_params q;
     sweep_acoustic_fields g;
-    SWEEP_FN(sub_problem)(p, f, k * per, per, &q, &g);
+    SWEEP_FN(sub_problem)(p, f, shot, 1, &q, &g);
     run(&q, &g, t, n_steps, 1);
   }
 }
