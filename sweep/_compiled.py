@@ -117,10 +117,10 @@ def time_blocking(geom: Geometry, n_threads: int) -> tuple[int, int, int]:
     along the outermost axis (see ``forward_blocked`` in
     ``sweep_cy/acoustic_cpu_impl.h``); ``steps`` 1 is off.  Measured on 2
     threads (benchmarks/README.md): 3D 168^3 without CPML 4.1 -> 3.2 ms per
-    step, 3D 128^3 with CPML 10-11 -> 9.2 ms; 2D 300 x 1000, 4 shots,
-    0.50-0.54 -> 0.43-0.47 ms, but only with whole shots per thread (the
-    kernel's barrier-free mode, when the threads divide the shots).  Steps
-    that fit in the caches gain nothing and run unblocked.
+    step, 3D 128^3 with CPML 10-11 -> 9.2 ms; 2D 300 x 1000, 4 shots, with
+    whole shots per thread (when the threads divide the shots), ~2 %
+    (0.47-0.48 -> 0.46-0.47 ms).  Steps that fit in the caches gain nothing
+    and run unblocked.
     ``SWEEP_TIME_BLOCKING="steps,group,tile"`` overrides the choice (tuning).
     """
     env = os.environ.get("SWEEP_TIME_BLOCKING")
