@@ -349,7 +349,12 @@ def make_sweep_runner(case: Case, problem: dict[str, np.ndarray]) -> Callable[[]
     return run_gradient
 
 
-def make_deepwave_runner(case: Case, problem: dict[str, np.ndarray]) -> Callable[[], dict]:
+def make_deepwave_runner(
+    case: Case,
+    problem: dict[str, np.ndarray],
+    backend: str = "compiled",
+    threads: int = N_THREADS,
+) -> Callable[[], dict]:
     """Build a zero-argument callable that runs one Deepwave propagation.
 
     Parameters
@@ -358,6 +363,11 @@ def make_deepwave_runner(case: Case, problem: dict[str, np.ndarray]) -> Callable
         The benchmark case.
     problem : dict of str to numpy.ndarray
         Output of :func:`survey`.
+    backend : {"compiled", "torch_compile"}
+        Deepwave's backend: its C/OpenMP kernels (with whole-wavefield storage
+        on the device, uncompressed, every step) or its ``torch.compile`` path.
+    threads : int
+        Torch intra-op threads.
 
     Returns
     -------
@@ -367,30 +377,27 @@ def make_deepwave_runner(case: Case, problem: dict[str, np.ndarray]) -> Callable
     import deepwave
     import torch
 
-    torch.set_num_threads(N_THREADS)
+    torch.set_num_threads(threads)
     v = torch.from_numpy(problem["v"])
-    max_vel = float(v.max())
-    amp = torch.from_numpy(problem["source_amplitudes"])
-    src = torch.from_numpy(problem["source_locations"])
-    rec = torch.from_numpy(problem["receiver_locations"])
     options = {
-        "source_amplitudes": amp,
-        "source_locations": src,
-        "receiver_locations": rec,
+        "source_amplitudes": torch.from_numpy(problem["source_amplitudes"]),
+        "source_locations": torch.from_numpy(problem["source_locations"]),
+        "receiver_locations": torch.from_numpy(problem["receiver_locations"]),
         "accuracy": case.accuracy,
         "pml_width": PML_WIDTH,
         "pml_freq": PEAK_FREQ,
-        "max_vel": max_vel,
-        "backend": "compiled",
+        "max_vel": float(v.max()),
+        "backend": backend,
         "location_interpolation": "none",
-        "storage_mode": "device",
-        "storage_compression": False,
-        "model_gradient_sampling_interval": 1,
         "check_output_finite": False,
     }
+    if backend == "compiled":
+        options.update(
+            storage_mode="device", storage_compression=False, model_gradient_sampling_interval=1
+        )
 
     def check_no_substepping(out: Any) -> None:
-        if out.info.step_ratio != 1 or out.info.backend != "compiled":
+        if out.info.step_ratio != 1 or out.info.backend != backend:
             raise RuntimeError(f"Deepwave did not run as intended: {out.info}")
 
     if not case.gradient:

@@ -81,6 +81,7 @@ from bench_acoustic import (
     compiled_build_id,
     default_cases,
     machine_description,
+    make_deepwave_runner,
     own_cpu_seconds,
     peak_rss_mib,
     relative_l2,
@@ -290,53 +291,6 @@ def make_torch_runner(config: str, case: Case, problem: dict, threads: int) -> C
     return run_gradient
 
 
-def make_deepwave_compile_runner(case: Case, problem: dict, threads: int) -> Callable[[], dict]:
-    """Deepwave's ``scalar`` with its ``torch.compile`` backend (``backend="torch_compile"``)."""
-    import deepwave
-    import torch
-
-    torch.set_num_threads(threads)
-    v = torch.from_numpy(problem["v"])
-    options = {
-        "source_amplitudes": torch.from_numpy(problem["source_amplitudes"]),
-        "source_locations": torch.from_numpy(problem["source_locations"]),
-        "receiver_locations": torch.from_numpy(problem["receiver_locations"]),
-        "accuracy": case.accuracy,
-        "pml_width": PML_WIDTH,
-        "pml_freq": PEAK_FREQ,
-        "max_vel": float(v.max()),
-        "backend": "torch_compile",
-        "location_interpolation": "none",
-        "check_output_finite": False,
-    }
-
-    def check(out: Any) -> None:
-        if out.info.step_ratio != 1 or out.info.backend != "torch_compile":
-            raise RuntimeError(f"Deepwave did not run as intended: {out.info}")
-
-    if not case.gradient:
-
-        def run_forward() -> dict:
-            with torch.no_grad():
-                out = deepwave.scalar(v, case.spacing, case.dt, **options)
-            check(out)
-            return {"receivers": out.receiver_amplitudes}
-
-        return run_forward
-
-    cotangent = torch.from_numpy(problem["cotangent"])
-    v_param = v.clone().requires_grad_(True)
-
-    def run_gradient() -> dict:
-        v_param.grad = None
-        out = deepwave.scalar(v_param, case.spacing, case.dt, **options)
-        check(out)
-        out.receiver_amplitudes.backward(cotangent)
-        return {"receivers": out.receiver_amplitudes.detach(), "grad_v": v_param.grad}
-
-    return run_gradient
-
-
 def make_jax_runner(config: str, case: Case, problem: dict, threads: int) -> Callable[[], dict]:
     """PropJax (``impl="c"`` or ``"eager"``) under ``jax.jit``.
 
@@ -406,7 +360,7 @@ def make_runner(config: str, case: Case, problem: dict, threads: int) -> Callabl
     if config.startswith("torch-"):
         return make_torch_runner(config, case, problem, threads)
     if config == "deepwave-compile":
-        return make_deepwave_compile_runner(case, problem, threads)
+        return make_deepwave_runner(case, problem, backend="torch_compile", threads=threads)
     return make_jax_runner(config, case, problem, threads)
 
 
