@@ -193,9 +193,9 @@ static inline int SWEEP_FN(has_free_surface)(const sweep_acoustic_params *p) {
  * order, which keeps the wavefront of a tile small: a tile reads rows of
  * the previous, finished tile and overwrites only rows the next tile no
  * longer needs.  The updates in one stage are independent; an OpenMP
- * barrier separates stages, unless each thread takes whole shots (then a
- * thread runs its shots' wavefronts alone).  Each cell sees exactly the
- * arithmetic of the unblocked loop (sources are added right after their
+ * barrier separates stages (when the threads divide the shots, run_by_shot
+ * has already given each thread single-shot calls, so there is none to
+ * pay).  Each cell sees exactly the arithmetic of the unblocked loop (sources are added right after their
  * cell's update, in the same order), so the results are bitwise identical.
  */
 static sweep_blocking SWEEP_FN(blocking)(const sweep_acoustic_params *p) {
@@ -288,38 +288,20 @@ static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
   const sweep_int T = b.steps;
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
-  /* Whole shots per thread when they divide evenly: no barriers, and each
-   * thread's wavefront is one shot's (smaller, so it stays in its own cache). */
-  const int by_shot = p->n_shots % n_threads == 0;
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
-    if (by_shot) {
+    for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
+      const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
+      const sweep_int n_stages = b.n_groups + (nb - 1) * b.lag;
+      const sweep_int n_items = p->n_shots * nb * b.n_chunks;
+      for (sweep_int tile = 0; tile < b.n_ytiles; ++tile) {
+        for (sweep_int k = 0; k < n_stages; ++k) {
 #pragma omp for schedule(static)
-      for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
-        for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
-          const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
-          const sweep_int n_stages = b.n_groups + (nb - 1) * b.lag;
-          for (sweep_int tile = 0; tile < b.n_ytiles; ++tile)
-            for (sweep_int k = 0; k < n_stages; ++k)
-              for (sweep_int s = 0; s < nb; ++s)
-                for (sweep_int c = 0; c < b.n_chunks; ++c)
-                  SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, t0, tb, shot, s, tile, k, c);
-        }
-      }
-    } else {
-      for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
-        const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
-        const sweep_int n_stages = b.n_groups + (nb - 1) * b.lag;
-        const sweep_int n_items = p->n_shots * nb * b.n_chunks;
-        for (sweep_int tile = 0; tile < b.n_ytiles; ++tile) {
-          for (sweep_int k = 0; k < n_stages; ++k) {
-#pragma omp for schedule(static)
-            for (sweep_int item = 0; item < n_items; ++item) {
-              const sweep_int c = item % b.n_chunks, s = (item / b.n_chunks) % nb;
-              SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, t0, tb, item / (b.n_chunks * nb),
-                                     s, tile, k, c);
-            }
+          for (sweep_int item = 0; item < n_items; ++item) {
+            const sweep_int c = item % b.n_chunks, s = (item / b.n_chunks) % nb;
+            SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, t0, tb, item / (b.n_chunks * nb), s,
+                                   tile, k, c);
           }
         }
       }
@@ -329,14 +311,15 @@ static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
 }
 
 /*
- * Shots are independent, so when the threads divide them evenly each thread
- * runs whole shots on its own (sub_problem: the same call restricted to
- * shots [shot0, shot0 + n)), with no barrier per step and a working set of
- * one thread's shots.  Measured on 2 threads, 2D 300 x 1000, 4 shots, full
- * storage gradient: ~7 % faster than all threads sharing every step.
+ * Shots are independent, so when the threads divide them evenly (one thread
+ * included) each thread runs whole shots, one single-shot call each
+ * (sub_problem: the same call restricted to shots [shot0, shot0 + n)), with
+ * no barrier per step and the working set of one shot.  Measured on 2
+ * threads, 2D 300 x 1000, 4 shots, full storage gradient: 1.01-1.05 s ->
+ * 0.92-0.98 s against all threads sharing every step.
  */
 static inline int SWEEP_FN(split_by_shot)(const sweep_acoustic_params *p, int n_threads) {
-  return n_threads > 1 && p->n_shots > 1 && p->n_shots % n_threads == 0;
+  return p->n_shots > 1 && p->n_shots % n_threads == 0;
 }
 
 static void SWEEP_FN(sub_problem)(const sweep_acoustic_params *p, const sweep_acoustic_fields *f,
