@@ -57,10 +57,25 @@
   } while (0)
 #define SWEEP_D1(out, ACC)                                                   \
   do {                                                                       \
-    out = 0;                                                                 \
+    out = (SWEEP_R)c1[0] * ((ACC(1)) - (ACC(-1)));                           \
     SWEEP_UNROLL                                                             \
-    for (int k_ = 1; k_ <= SWEEP_H; ++k_)                                    \
+    for (int k_ = 2; k_ <= SWEEP_H; ++k_)                                    \
       out += (SWEEP_R)c1[k_ - 1] * ((ACC(k_)) - (ACC(-k_)));                 \
+  } while (0)
+
+/* The arithmetic that combines the tap sums, generic in the value type (a
+ * scalar here and on CUDA; a whole vector of x cells in the CPU's explicit
+ * vector rows, acoustic_cpu_vec.h), so every path rounds identically. */
+#define SWEEP_LEAPFROG(v2dt2, w, u, u_other) ((v2dt2) * (w) + 2 * (u) - (u_other))
+#define SWEEP_ADJ_LEAPFROG(lam, lam_prev, acc) (2 * (lam) - (lam_prev) + (acc))
+/* CPML terms of one axis (values of type T): zeta^{n+1} to zn, psi^{n+1} to pn;
+ * adds t + zeta^{n+1} to w. */
+#define SWEEP_CPML_FWD(T, w, d2u, d1u, d1psi, zeta_old, psi_old, a, b, rdx, zn, pn) \
+  do {                                                                       \
+    const T t_ = (d2u) + (d1psi) * (rdx);                      \
+    zn = (b) * (zeta_old) + (a) * t_;                                        \
+    pn = (b) * (psi_old) + (a) * ((d1u) * (rdx));                            \
+    w += t_ + zn;                                                            \
   } while (0)
 
 #define SWEEP_COEFFS                                                         \
@@ -68,6 +83,73 @@
   const double c2[SWEEP_H + 1] = SWEEP_CAT(SWEEP_D2_, SWEEP_ORDER);          \
   (void)c1;                                                                  \
   (void)c2
+
+/*
+ * The per-axis terms, written once for every path.  Values are read and
+ * written through SWEEP_LD(ptr) / SWEEP_ST(ptr, value): one value here (and
+ * on CUDA), a vector of consecutive x cells in the CPU's explicit vector rows
+ * (sweep_cy/acoustic_cpu_vec.h), which redefine them.  Pointers point at the
+ * cell; s is the axis stride; cpml (a compile-time constant) selects the CPML
+ * terms, which need a, b of the cell's coordinate along the axis.
+ */
+#define SWEEP_LD(ptr) (*(ptr))
+#define SWEEP_ST(ptr, value) (*(ptr) = (value))
+#define SWEEP_TAP_U_(k) SWEEP_LD(u_ + (k) * s_)
+#define SWEEP_TAP_PSI_(k) SWEEP_LD(ps_ + (k) * s_)
+
+/* Forward: adds this axis's share of W^n to w; updates zeta in place and
+ * writes psi^{n+1} in the CPML. */
+#define SWEEP_FWD_AXIS(T, w, u, ps, ps_new, zt, a, b, s, rdx, rdx2, cpml)      \
+  do {                                                                       \
+    const SWEEP_R *const u_ = (u);                                           \
+    const sweep_int s_ = (s);                                                \
+    T d2u_;                                                                  \
+    SWEEP_D2(d2u_, SWEEP_TAP_U_);                                            \
+    d2u_ *= (rdx2);                                                          \
+    if (cpml) {                                                              \
+      const SWEEP_R *const ps_ = (ps);                                       \
+      T d1psi_, d1u_, zn_, pn_;                                              \
+      SWEEP_D1(d1psi_, SWEEP_TAP_PSI_);                                      \
+      SWEEP_D1(d1u_, SWEEP_TAP_U_);                                          \
+      SWEEP_CPML_FWD(T, w, d2u_, d1u_, d1psi_, SWEEP_LD(zt), SWEEP_LD(ps_),  \
+                     (a), (b), (rdx), zn_, pn_);                             \
+      SWEEP_ST(zt, zn_);                                                     \
+      SWEEP_ST(ps_new, pn_);                                                 \
+    } else {                                                                 \
+      w += d2u_;                                                             \
+    }                                                                        \
+  } while (0)
+
+/* Adjoint: adds this axis's terms to acc; writes the adjoint psi and zeta of
+ * the previous step in the CPML.  g = v^2 dt^2 lambda, gi its value at the
+ * cell; a points at the CPML profile a of the cell (a[k]: k cells along). */
+#define SWEEP_TAP_G_(k) SWEEP_LD(g_ + (k) * s_)
+#define SWEEP_TAP_AG_(k) ((1 + a_[k]) * SWEEP_LD(g_ + (k) * s_))
+#define SWEEP_TAP_AZ_(k) (a_[k] * SWEEP_LD(z_ + (k) * s_))
+#define SWEEP_TAP_AP_(k) (a_[k] * SWEEP_LD(p_ + (k) * s_))
+#define SWEEP_ADJ_AXIS(T, acc, g, gi, P, P_new, Z, Z_new, a, b, s, rdx, rdx2, cpml) \
+  do {                                                                       \
+    const SWEEP_R *const g_ = (g);                                           \
+    const sweep_int s_ = (s);                                                \
+    if (cpml) {                                                              \
+      const SWEEP_R *const a_ = (a);                                         \
+      const SWEEP_R *const p_ = (P);                                         \
+      const SWEEP_R *const z_ = (Z);                                         \
+      T d2g_, d1g_, d2z_, d1z_, d1p_;                                        \
+      SWEEP_D2(d2g_, SWEEP_TAP_AG_);                                         \
+      SWEEP_D1(d1g_, SWEEP_TAP_AG_);                                         \
+      SWEEP_D2(d2z_, SWEEP_TAP_AZ_);                                         \
+      SWEEP_D1(d1z_, SWEEP_TAP_AZ_);                                         \
+      SWEEP_D1(d1p_, SWEEP_TAP_AP_);                                         \
+      acc += (d2g_ + d2z_) * (rdx2) - d1p_ * (rdx);                          \
+      SWEEP_ST(P_new, (b) * SWEEP_LD(p_) - (d1g_ + d1z_) * (rdx));          \
+      SWEEP_ST(Z_new, (b) * (SWEEP_LD(z_) + (gi)));                          \
+    } else {                                                                 \
+      T d2g_;                                                                \
+      SWEEP_D2(d2g_, SWEEP_TAP_G_);                                          \
+      acc += d2g_ * (rdx2);                                                  \
+    }                                                                        \
+  } while (0)
 
 /*
  * Forward update of point i (flat index in one shot's padded field) at
@@ -88,34 +170,11 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_fwd_point)(
   const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R w = 0;
   SWEEP_UNROLL
-  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
-    const sweep_int s = p->stride[d];
-    const SWEEP_R rdx = (SWEEP_R)p->rdx[d];
-    const SWEEP_R rdx2 = (SWEEP_R)p->rdx2[d];
-    SWEEP_R d2u;
-#define ACC_U(k) u[i + (k) * s]
-    SWEEP_D2(d2u, ACC_U);
-    d2u *= rdx2;
-    if (flags & (1 << d)) {
-      const SWEEP_R *ps = psi[d];
-      const SWEEP_R a = pml_a[d][c[d]];
-      const SWEEP_R b = pml_b[d][c[d]];
-      SWEEP_R d1psi, d1u;
-#define ACC_PSI(k) ps[i + (k) * s]
-      SWEEP_D1(d1psi, ACC_PSI);
-      SWEEP_D1(d1u, ACC_U);
-#undef ACC_PSI
-      const SWEEP_R t = d2u + d1psi * rdx;
-      const SWEEP_R zn = b * zeta[d][i] + a * t;
-      zeta[d][i] = zn;
-      psi_new[d][i] = b * ps[i] + a * (d1u * rdx);
-      w += t + zn;
-    } else {
-      w += d2u;
-    }
-#undef ACC_U
-  }
-  u_prev[i] = v2dt2[i] * w + 2 * u[i] - u_prev[i];
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d)
+    SWEEP_FWD_AXIS(SWEEP_R, w, u + i, psi[d] + i, psi_new[d] + i, zeta[d] + i, pml_a[d][c[d]],
+                   pml_b[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d],
+                   flags & (1 << d));
+  u_prev[i] = SWEEP_LEAPFROG(v2dt2[i], w, u[i], u_prev[i]);
   return w;
 }
 
@@ -171,7 +230,7 @@ SWEEP_HD void SWEEP_FN(acoustic_recon_point)(const sweep_acoustic_params *p,
     w += d2u;
   }
   grad[i] += lam[i] * w;
-  u_next[i] = v2dt2[i] * w + 2 * u[i] - u_next[i];
+  u_next[i] = SWEEP_LEAPFROG(v2dt2[i], w, u[i], u_next[i]);
 }
 
 /*
@@ -198,43 +257,15 @@ SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
   const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R acc = 0;
   const SWEEP_R gi = g[i];
-#define ACC_G(k) g[i + (k) * s]
   SWEEP_UNROLL
-  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
-    const sweep_int s = p->stride[d];
-    const SWEEP_R rdx = (SWEEP_R)p->rdx[d];
-    const SWEEP_R rdx2 = (SWEEP_R)p->rdx2[d];
-    if (flags & (1 << d)) {
-      const SWEEP_R *a = pml_a[d];
-      const sweep_int cd = c[d];
-      const SWEEP_R *Pd = P[d];
-      const SWEEP_R *Zd = Z[d];
-      SWEEP_R d2g, d1g, d2z, d1z, d1p;
-#define ACC_AG(k) ((1 + a[cd + (k)]) * ACC_G(k))
-#define ACC_AZ(k) (a[cd + (k)] * Zd[i + (k) * s])
-#define ACC_AP(k) (a[cd + (k)] * Pd[i + (k) * s])
-      SWEEP_D2(d2g, ACC_AG);
-      SWEEP_D1(d1g, ACC_AG);
-      SWEEP_D2(d2z, ACC_AZ);
-      SWEEP_D1(d1z, ACC_AZ);
-      SWEEP_D1(d1p, ACC_AP);
-#undef ACC_AG
-#undef ACC_AZ
-#undef ACC_AP
-      const SWEEP_R b = pml_b[d][cd];
-      acc += (d2g + d2z) * rdx2 - d1p * rdx;
-      P_new[d][i] = b * Pd[i] - (d1g + d1z) * rdx;
-      Z_new[d][i] = b * (Zd[i] + gi);
-    } else {
-      SWEEP_R d2g;
-      SWEEP_D2(d2g, ACC_G);
-      acc += d2g * rdx2;
-    }
-  }
-#undef ACC_G
-  lam_prev[i] = 2 * lam[i] - lam_prev[i] + acc;
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d)
+    SWEEP_ADJ_AXIS(SWEEP_R, acc, g + i, gi, P[d] + i, P_new[d] + i, Z[d] + i, Z_new[d] + i,
+                   pml_a[d] + c[d], pml_b[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d],
+                   (SWEEP_R)p->rdx2[d], flags & (1 << d));
+  lam_prev[i] = SWEEP_ADJ_LEAPFROG(lam[i], lam_prev[i], acc);
 }
 
+#ifndef SWEEP_STENCIL_KEEP_MACROS
 #undef SWEEP_H
 #undef SWEEP_FN
 #undef SWEEP_R
@@ -242,3 +273,17 @@ SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
 #undef SWEEP_D2
 #undef SWEEP_D1
 #undef SWEEP_COEFFS
+#undef SWEEP_LEAPFROG
+#undef SWEEP_ADJ_LEAPFROG
+#undef SWEEP_CPML_FWD
+#undef SWEEP_LD
+#undef SWEEP_ST
+#undef SWEEP_TAP_U_
+#undef SWEEP_TAP_PSI_
+#undef SWEEP_FWD_AXIS
+#undef SWEEP_TAP_G_
+#undef SWEEP_TAP_AG_
+#undef SWEEP_TAP_AZ_
+#undef SWEEP_TAP_AP_
+#undef SWEEP_ADJ_AXIS
+#endif

@@ -66,6 +66,8 @@ typedef struct sweep_acoustic_params {
   sweep_int block_tile;
   sweep_int slot_shots;   /* shots per slot of store/band_u/band_w (the CPU splits
                              shots between threads; elsewhere n_shots) */
+  sweep_int simd_rows;    /* CPU: 1 runs plain x ranges in explicit-vector rows
+                             (acoustic_cpu_vec.h), 0 only the scalar point loops */
   double rdx[3];          /* 1 / grid spacing */
   double rdx2[3];         /* 1 / grid spacing^2 */
 } sweep_acoustic_params;

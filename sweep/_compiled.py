@@ -140,6 +140,20 @@ def time_blocking(geom: Geometry, n_threads: int) -> tuple[int, int, int]:
     return 4, 1, 32
 
 
+def simd_rows() -> int:
+    """1 when the CPU kernels run plain x ranges in explicit-vector rows.
+
+    Those rows (``sweep_cy/acoustic_cpu_vec.h``) take the x taps of the
+    stencil from registers instead of one unaligned load each, and give
+    bitwise the result of the scalar loops, which ``SWEEP_SIMD_ROWS=0``
+    selects (for tests and for comparing speed).
+    """
+    env = os.environ.get("SWEEP_SIMD_ROWS", "1").strip()
+    if env not in ("0", "1"):
+        raise ValueError(f"SWEEP_SIMD_ROWS must be 0 or 1, got {env!r}")
+    return int(env)
+
+
 # A step whose fields fit comfortably in the last-level cache gains nothing.
 _BLOCKING_MIN_BYTES = 8 << 20
 
@@ -254,6 +268,7 @@ class CompiledAcoustic:
             out["params"]["block_steps"] = steps
             out["params"]["block_group"] = group
             out["params"]["block_tile"] = tile
+            out["params"]["simd_rows"] = simd_rows()
         return out
 
     def _common(self, f: _Fields, v2dt2: Any, amp: Any) -> None:

@@ -36,6 +36,7 @@ ACOUSTIC_PARAMS = np.dtype(
         ("block_group", _I),
         ("block_tile", _I),
         ("slot_shots", _I),
+        ("simd_rows", _I),
         ("rdx", _F, (3,)),
         ("rdx2", _F, (3,)),
     ],

@@ -9,11 +9,9 @@
  * written by one thread in a fixed order, so results do not depend on the
  * number of threads (bitwise).
  */
+#define SWEEP_STENCIL_KEEP_MACROS
 #include "acoustic_stencil.h"
-
-#define SWEEP_FN(name) SWEEP_CAT3(name, _, SWEEP_SUFFIX)
-#define SWEEP_R SWEEP_REAL
-#define SWEEP_H (SWEEP_ORDER / 2)
+#include "acoustic_cpu_vec.h"
 
 /* Pointers of one shot, per axis; unused axes stay NULL. */
 static inline void SWEEP_FN(shot_axes)(void *const *src, sweep_int off, SWEEP_R **dst) {
@@ -36,6 +34,11 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(
     SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int base,
     sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
+#if SWEEP_HAVE_VEC
+  if (!(mask & 4) && p->simd_rows)
+    x0 = SWEEP_FN(fwd_row_vec)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y,
+                               x0, x1, mask);
+#endif
   if (wrow) {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x)
@@ -54,6 +57,11 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z, sweep_int y,
     sweep_int x0, sweep_int x1, const int mask) {
+#if SWEEP_HAVE_VEC
+  if (!(mask & 4) && p->simd_rows)
+    x0 = SWEEP_FN(adj_row_vec)(p, g, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1,
+                               mask);
+#endif
 #pragma omp simd
   for (sweep_int x = x0; x < x1; ++x)
     SWEEP_FN(acoustic_adj_point)(p, g, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, base + x, z, y,
@@ -574,8 +582,14 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
             }
             /* outer == 0: z and y are plain, so [plain_lo, plain_hi) of x is plain. */
             if (recon && !outer) {
+              sweep_int x0 = p->plain_lo[2];
+#if SWEEP_HAVE_VEC
+              if (p->simd_rows)
+                x0 = SWEEP_FN(recon_row_vec)(p, v2dt2, ru + off, ru_next + off, lam_s, grad, base,
+                                             x0, p->plain_hi[2]);
+#endif
 #pragma omp simd
-              for (sweep_int x = p->plain_lo[2]; x < p->plain_hi[2]; ++x)
+              for (sweep_int x = x0; x < p->plain_hi[2]; ++x)
                 SWEEP_FN(acoustic_recon_point)(p, v2dt2, ru + off, ru_next + off, lam_s, grad,
                                                base + x);
             }
@@ -644,9 +658,28 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   }
 }
 
+#undef SWEEP_H
 #undef SWEEP_FN
 #undef SWEEP_R
-#undef SWEEP_H
+#undef SWEEP_FIRST_AXIS
+#undef SWEEP_D2
+#undef SWEEP_D1
+#undef SWEEP_COEFFS
+#undef SWEEP_LEAPFROG
+#undef SWEEP_ADJ_LEAPFROG
+#undef SWEEP_CPML_FWD
+#undef SWEEP_LD
+#undef SWEEP_ST
+#undef SWEEP_TAP_U_
+#undef SWEEP_TAP_PSI_
+#undef SWEEP_FWD_AXIS
+#undef SWEEP_TAP_G_
+#undef SWEEP_TAP_AG_
+#undef SWEEP_TAP_AZ_
+#undef SWEEP_TAP_AP_
+#undef SWEEP_ADJ_AXIS
+#undef SWEEP_HAVE_VEC
+#undef SWEEP_STENCIL_KEEP_MACROS
 #undef SWEEP_MASK_SWITCH
 #undef SWEEP_TILE_Y
 #undef SWEEP_N_TILES

@@ -3,6 +3,7 @@
  * each time.  Equations reuse it to stamp out their specialisations. */
 #define SWEEP_ORDER 2
 #define SWEEP_REAL float
+#define SWEEP_REAL_BYTES 4
 #if SWEEP_NDIM == 2
 #define SWEEP_SUFFIX 2d_o2_f32
 #else
@@ -11,10 +12,12 @@
 #include SWEEP_INSTANTIATE_FILE
 #undef SWEEP_ORDER
 #undef SWEEP_REAL
+#undef SWEEP_REAL_BYTES
 #undef SWEEP_SUFFIX
 
 #define SWEEP_ORDER 2
 #define SWEEP_REAL double
+#define SWEEP_REAL_BYTES 8
 #if SWEEP_NDIM == 2
 #define SWEEP_SUFFIX 2d_o2_f64
 #else
@@ -23,10 +26,12 @@
 #include SWEEP_INSTANTIATE_FILE
 #undef SWEEP_ORDER
 #undef SWEEP_REAL
+#undef SWEEP_REAL_BYTES
 #undef SWEEP_SUFFIX
 
 #define SWEEP_ORDER 4
 #define SWEEP_REAL float
+#define SWEEP_REAL_BYTES 4
 #if SWEEP_NDIM == 2
 #define SWEEP_SUFFIX 2d_o4_f32
 #else
@@ -35,10 +40,12 @@
 #include SWEEP_INSTANTIATE_FILE
 #undef SWEEP_ORDER
 #undef SWEEP_REAL
+#undef SWEEP_REAL_BYTES
 #undef SWEEP_SUFFIX
 
 #define SWEEP_ORDER 4
 #define SWEEP_REAL double
+#define SWEEP_REAL_BYTES 8
 #if SWEEP_NDIM == 2
 #define SWEEP_SUFFIX 2d_o4_f64
 #else
@@ -47,10 +54,12 @@
 #include SWEEP_INSTANTIATE_FILE
 #undef SWEEP_ORDER
 #undef SWEEP_REAL
+#undef SWEEP_REAL_BYTES
 #undef SWEEP_SUFFIX
 
 #define SWEEP_ORDER 6
 #define SWEEP_REAL float
+#define SWEEP_REAL_BYTES 4
 #if SWEEP_NDIM == 2
 #define SWEEP_SUFFIX 2d_o6_f32
 #else
@@ -59,10 +68,12 @@
 #include SWEEP_INSTANTIATE_FILE
 #undef SWEEP_ORDER
 #undef SWEEP_REAL
+#undef SWEEP_REAL_BYTES
 #undef SWEEP_SUFFIX
 
 #define SWEEP_ORDER 6
 #define SWEEP_REAL double
+#define SWEEP_REAL_BYTES 8
 #if SWEEP_NDIM == 2
 #define SWEEP_SUFFIX 2d_o6_f64
 #else
@@ -71,10 +82,12 @@
 #include SWEEP_INSTANTIATE_FILE
 #undef SWEEP_ORDER
 #undef SWEEP_REAL
+#undef SWEEP_REAL_BYTES
 #undef SWEEP_SUFFIX
 
 #define SWEEP_ORDER 8
 #define SWEEP_REAL float
+#define SWEEP_REAL_BYTES 4
 #if SWEEP_NDIM == 2
 #define SWEEP_SUFFIX 2d_o8_f32
 #else
@@ -83,10 +96,12 @@
 #include SWEEP_INSTANTIATE_FILE
 #undef SWEEP_ORDER
 #undef SWEEP_REAL
+#undef SWEEP_REAL_BYTES
 #undef SWEEP_SUFFIX
 
 #define SWEEP_ORDER 8
 #define SWEEP_REAL double
+#define SWEEP_REAL_BYTES 8
 #if SWEEP_NDIM == 2
 #define SWEEP_SUFFIX 2d_o8_f64
 #else
@@ -95,4 +110,5 @@
 #include SWEEP_INSTANTIATE_FILE
 #undef SWEEP_ORDER
 #undef SWEEP_REAL
+#undef SWEEP_REAL_BYTES
 #undef SWEEP_SUFFIX

@@ -15,7 +15,7 @@ static int sweep_layout_probe(long long *out, int n) {
       SWEEP_P(plain_lo), SWEEP_P(plain_hi), SWEEP_P(free_lo), SWEEP_P(free_hi), SWEEP_P(model_lo),
       SWEEP_P(model_hi), SWEEP_P(store_every), SWEEP_P(n_band),
       SWEEP_P(n_rec_groups), SWEEP_P(block_steps), SWEEP_P(block_group),
-      SWEEP_P(block_tile), SWEEP_P(slot_shots), SWEEP_P(rdx),
+      SWEEP_P(block_tile), SWEEP_P(slot_shots), SWEEP_P(simd_rows), SWEEP_P(rdx),
       SWEEP_P(rdx2),
       sizeof(sweep_acoustic_fields), SWEEP_F(v2dt2), SWEEP_F(u_prev), SWEEP_F(u), SWEEP_F(psi),
       SWEEP_F(psi_new), SWEEP_F(zeta), SWEEP_F(zeta_new), SWEEP_F(pml_a), SWEEP_F(pml_b),

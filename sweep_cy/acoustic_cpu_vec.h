@@ -1,0 +1,234 @@
+/*
+ * Explicit-vector rows of the CPU kernels: the x range of a row whose x axis
+ * is plain, SWEEP_VL cells at a time, with GCC vector extensions.
+ *
+ * Why: the compiler's own vectorisation of the point functions loads every x
+ * tap u[i + k] as its own unaligned vector, and most of those loads straddle
+ * two cache lines; the load ports, not the arithmetic, bound the plain
+ * stencil.  Here the x taps come from three vectors in registers (the
+ * previous, current and next SWEEP_VL cells of the row) shifted by one
+ * instruction each (valignd on AVX-512): one new load per vector instead of
+ * 2h + 1.  2D order 8, one shot, no CPML, one thread: 124-140 -> ~105 us
+ * per step (benchmarks/README.md).
+ *
+ * The arithmetic is the stencil header's (SWEEP_FWD_AXIS, SWEEP_ADJ_AXIS, the
+ * tap sums and the leapfrog lines, with SWEEP_LD / SWEEP_ST redefined to load
+ * and store vectors) in the same order, so every lane rounds exactly like the
+ * scalar path (tests/test_simd_rows.py checks bitwise equality; the build uses
+ * -std=c11, which keeps the compiler from contracting into FMAs differently).
+ *
+ * Included by acoustic_cpu_impl.h once per specialisation, after the stencil
+ * header (with SWEEP_STENCIL_KEEP_MACROS), where SWEEP_FN / SWEEP_R / SWEEP_H
+ * and the stencil macros are defined.  Compilers without GCC's
+ * __builtin_shuffle, and lane counts below the halo, define no vector rows
+ * (SWEEP_HAVE_VEC 0): the scalar rows do all the work.
+ */
+
+#if !defined(SWEEP_VEC_BYTES)
+#if defined(__AVX512F__)
+#define SWEEP_VEC_BYTES 64
+#elif defined(__AVX__)
+#define SWEEP_VEC_BYTES 32
+#else
+#define SWEEP_VEC_BYTES 16
+#endif
+#endif
+
+#define SWEEP_VL (SWEEP_VEC_BYTES / SWEEP_REAL_BYTES)
+
+#if defined(__GNUC__) && !defined(__clang__) && SWEEP_VL >= SWEEP_H && SWEEP_VL >= 2
+#define SWEEP_HAVE_VEC 1
+
+#if SWEEP_VL == 16
+#define SWEEP_IOTA {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+#elif SWEEP_VL == 8
+#define SWEEP_IOTA {0, 1, 2, 3, 4, 5, 6, 7}
+#elif SWEEP_VL == 4
+#define SWEEP_IOTA {0, 1, 2, 3}
+#else
+#define SWEEP_IOTA {0, 1}
+#endif
+
+typedef SWEEP_R SWEEP_FN(vec) __attribute__((vector_size(SWEEP_VEC_BYTES)));
+#if SWEEP_REAL_BYTES == 4
+typedef int SWEEP_FN(lanes) __attribute__((vector_size(SWEEP_VEC_BYTES)));
+#else
+typedef long long SWEEP_FN(lanes) __attribute__((vector_size(SWEEP_VEC_BYTES)));
+#endif
+
+static inline __attribute__((always_inline)) SWEEP_FN(vec) SWEEP_FN(vld)(const SWEEP_R *ptr) {
+  SWEEP_FN(vec) v;
+  memcpy(&v, ptr, sizeof v);
+  return v;
+}
+
+static inline __attribute__((always_inline)) void SWEEP_FN(vst)(SWEEP_R *ptr, SWEEP_FN(vec) v) {
+  memcpy(ptr, &v, sizeof v);
+}
+
+/* Lanes [k, k + VL) of the concatenation (a, b); k is a compile-time constant. */
+#define SWEEP_VSHIFT(a, b, k) \
+  __builtin_shuffle((a), (b), (SWEEP_FN(lanes))SWEEP_IOTA + (k))
+
+/* The x taps of the cells [x, x + VL) from the row window (prev, cur, next). */
+#define SWEEP_TAP_XW_(w_, k)                                               \
+  ((k) == 0 ? w_##cur : (k) > 0 ? SWEEP_VSHIFT(w_##cur, w_##next, (k))      \
+                                : SWEEP_VSHIFT(w_##prev, w_##cur, SWEEP_VL + (k)))
+#define SWEEP_TAP_XU_(k) SWEEP_TAP_XW_(u, k)
+#define SWEEP_TAP_XG_(k) SWEEP_TAP_XW_(g, k)
+
+/*
+ * A sliding window over one row: `prev`, `cur`, `next` hold the row's cells
+ * [x - VL, x + 3 VL), of which the stencil needs [x - h, x + VL + h).  Only
+ * cells of the row itself are read: at the row's ends the needed lanes come
+ * from a load at x - h or x + h, shifted into place.
+ */
+static inline __attribute__((always_inline)) SWEEP_FN(vec)
+    SWEEP_FN(window_prev)(const SWEEP_R *row, sweep_int x) {
+  if (x >= SWEEP_VL) return SWEEP_FN(vld)(row + x - SWEEP_VL);
+  const SWEEP_FN(vec) lo = SWEEP_FN(vld)(row + x - SWEEP_H);
+  return SWEEP_VSHIFT(lo, lo, SWEEP_H);
+}
+
+static inline __attribute__((always_inline)) SWEEP_FN(vec)
+    SWEEP_FN(window_next)(const SWEEP_R *row, sweep_int x, sweep_int nx) {
+  if (x + 2 * SWEEP_VL <= nx) return SWEEP_FN(vld)(row + x + SWEEP_VL);
+  const SWEEP_FN(vec) hi = SWEEP_FN(vld)(row + x + SWEEP_H);
+  return SWEEP_VSHIFT(hi, hi, SWEEP_VL - SWEEP_H);
+}
+
+#undef SWEEP_LD
+#undef SWEEP_ST
+#define SWEEP_LD(ptr) SWEEP_FN(vld)(ptr)
+#define SWEEP_ST(ptr, value) SWEEP_FN(vst)((ptr), (value))
+
+/*
+ * Forward update of the cells [x0, x) of row (z, y), x the first cell it
+ * leaves to the scalar row (x1 - x < VL).  The x axis must be plain over
+ * [x0, x1); mask holds the CPML bits of the outer axes.  W^n goes to wrow[x]
+ * when wrow is not NULL.
+ */
+static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,
+    SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int base,
+    sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
+  typedef SWEEP_FN(vec) V;
+  SWEEP_COEFFS;
+  const sweep_int c[2] = {z, y};
+  const sweep_int nx = p->shape[2];
+  const SWEEP_R rdx2_x = (SWEEP_R)p->rdx2[2];
+  const SWEEP_R *row = u + base;
+  sweep_int x = x0;
+  if (x1 - x0 < SWEEP_VL) return x0;
+  V uprev = SWEEP_FN(window_prev)(row, x), ucur = SWEEP_FN(vld)(row + x);
+  for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
+    const V unext = SWEEP_FN(window_next)(row, x, nx);
+    const sweep_int i = base + x;
+    V w = {0};
+    SWEEP_UNROLL
+    for (int d = SWEEP_FIRST_AXIS; d < 2; ++d)
+      SWEEP_FWD_AXIS(V, w, u + i, psi[d] + i, psi_new[d] + i, zeta[d] + i, pa[d][c[d]],
+                     pb[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d],
+                     mask & (1 << d));
+    V d2x;
+    SWEEP_D2(d2x, SWEEP_TAP_XU_);
+    d2x *= rdx2_x;
+    w += d2x;
+    SWEEP_FN(vst)(u_prev + i, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, ucur,
+                                              SWEEP_FN(vld)(u_prev + i)));
+    if (wrow) SWEEP_FN(vst)(wrow + x, w);
+    uprev = ucur;
+    ucur = unext;
+  }
+  return x;
+}
+
+/*
+ * Adjoint update of the cells [x0, x) of row (z, y) (as fwd_row_vec; g is
+ * v^2 dt^2 lambda of the whole field).
+ */
+static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
+    const sweep_acoustic_params *p, const SWEEP_R *g, const SWEEP_R *lam, SWEEP_R *lam_prev,
+    SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z,
+    sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
+  typedef SWEEP_FN(vec) V;
+  SWEEP_COEFFS;
+  const sweep_int c[2] = {z, y};
+  const sweep_int nx = p->shape[2];
+  const SWEEP_R rdx2_x = (SWEEP_R)p->rdx2[2];
+  const SWEEP_R *row = g + base;
+  sweep_int x = x0;
+  if (x1 - x0 < SWEEP_VL) return x0;
+  V gprev = SWEEP_FN(window_prev)(row, x), gcur = SWEEP_FN(vld)(row + x);
+  for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
+    const V gnext = SWEEP_FN(window_next)(row, x, nx);
+    const sweep_int i = base + x;
+    V acc = {0};
+    SWEEP_UNROLL
+    for (int d = SWEEP_FIRST_AXIS; d < 2; ++d)
+      SWEEP_ADJ_AXIS(V, acc, g + i, gcur, P[d] + i, P_new[d] + i, Z[d] + i, Z_new[d] + i,
+                     pa[d] + c[d], pb[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d],
+                     (SWEEP_R)p->rdx2[d], mask & (1 << d));
+    V d2x;
+    SWEEP_D2(d2x, SWEEP_TAP_XG_);
+    acc += d2x * rdx2_x;
+    SWEEP_FN(vst)(lam_prev + i, SWEEP_ADJ_LEAPFROG(SWEEP_FN(vld)(lam + i), SWEEP_FN(vld)(lam_prev + i),
+                                                   acc));
+    gprev = gcur;
+    gcur = gnext;
+  }
+  return x;
+}
+
+/*
+ * Boundary saving: the backward-in-time step of the forward wavefield and
+ * the gradient correlation (acoustic_recon_point) on the cells [x0, x) of a
+ * row that is plain in every axis.
+ */
+static inline __attribute__((always_inline)) sweep_int SWEEP_FN(recon_row_vec)(
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_next,
+    const SWEEP_R *lam, SWEEP_R *grad, sweep_int base, sweep_int x0, sweep_int x1) {
+  typedef SWEEP_FN(vec) V;
+  SWEEP_COEFFS;
+  const sweep_int nx = p->shape[2];
+  const SWEEP_R rdx2_x = (SWEEP_R)p->rdx2[2];
+  const SWEEP_R *row = u + base;
+  sweep_int x = x0;
+  if (x1 - x0 < SWEEP_VL) return x0;
+  V uprev = SWEEP_FN(window_prev)(row, x), ucur = SWEEP_FN(vld)(row + x);
+  for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
+    const V unext = SWEEP_FN(window_next)(row, x, nx);
+    const sweep_int i = base + x;
+    V w = {0};
+    SWEEP_UNROLL
+    for (int d = SWEEP_FIRST_AXIS; d < 2; ++d)
+      SWEEP_FWD_AXIS(V, w, u + i, NULL, NULL, NULL, 0, 0, p->stride[d], 0,
+                     (SWEEP_R)p->rdx2[d], 0);
+    V d2x;
+    SWEEP_D2(d2x, SWEEP_TAP_XU_);
+    d2x *= rdx2_x;
+    w += d2x;
+    SWEEP_FN(vst)(grad + i, SWEEP_FN(vld)(grad + i) + SWEEP_FN(vld)(lam + i) * w);
+    SWEEP_FN(vst)(u_next + i, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, ucur,
+                                              SWEEP_FN(vld)(u_next + i)));
+    uprev = ucur;
+    ucur = unext;
+  }
+  return x;
+}
+
+#undef SWEEP_LD
+#undef SWEEP_ST
+#define SWEEP_LD(ptr) (*(ptr))
+#define SWEEP_ST(ptr, value) (*(ptr) = (value))
+#undef SWEEP_IOTA
+#undef SWEEP_VSHIFT
+#undef SWEEP_TAP_XW_
+#undef SWEEP_TAP_XU_
+#undef SWEEP_TAP_XG_
+#else
+#define SWEEP_HAVE_VEC 0
+#endif
+#undef SWEEP_VL

@@ -1,0 +1,58 @@
+"""The CPU's explicit-vector rows give bitwise the scalar rows' results."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import sweep
+from sweep.propagator.options import BoundaryOptions, MemoryOptions
+from sweep.testing import random_problem
+
+pytest.importorskip("sweep._C", reason="compiled kernels not built")
+
+BOUNDARY = MemoryOptions(strategy="boundary", boundary=BoundaryOptions())
+
+
+def _wide_problem(ndim, dtype, order, nx, free_surface=False):
+    """random_problem with a long x axis (nx model cells): rows long enough
+    for the vector rows' interior loads as well as their row-end cases."""
+    problem = random_problem(
+        ndim, dtype, n_shots=2, nt=40, accuracy=order, free_surface=free_surface
+    )
+    shape = (22, nx) if ndim == 2 else (12, 13, nx)
+    rng = np.random.default_rng(3)
+    problem["v"] = (1500.0 + 500.0 * rng.random(shape)).astype(dtype)
+    return problem
+
+
+def _run(problem, flag, monkeypatch, **memory):
+    monkeypatch.setenv("SWEEP_SIMD_ROWS", flag)
+    out, pullback = sweep.vjp(sweep.acoustic, **problem, impl="c", n_threads=1, **memory)
+    d = np.random.default_rng(1).standard_normal(out.receivers.shape).astype(out.receivers.dtype)
+    grads = pullback(d)
+    return [out.receivers, np.asarray(out.wavefield), grads["v"], grads["source_amplitudes"]]
+
+
+@pytest.mark.parametrize("ndim", (2, 3))
+@pytest.mark.parametrize("order", (2, 4, 6, 8))
+@pytest.mark.parametrize("dtype", (np.float32, np.float64))
+def test_vector_rows_are_bitwise_scalar_rows(ndim, order, dtype, monkeypatch):
+    # 61: a scalar tail after the last vector; 64 + order: the plain x range is
+    # 64 cells (whole vectors), so the last vector takes the row-end load.
+    for nx, memory in itertools.product((61, 64 + order), ({}, {"memory": BOUNDARY})):
+        problem = _wide_problem(ndim, dtype, order, nx, free_surface=order == 4)
+        ref = _run(problem, "0", monkeypatch, **memory)
+        got = _run(problem, "1", monkeypatch, **memory)
+        for a, b in zip(ref, got, strict=True):
+            assert np.array_equal(a, b), (nx, memory)
+        assert np.abs(ref[2]).max() > 0
+
+
+def test_simd_rows_setting_is_checked(monkeypatch):
+    monkeypatch.setenv("SWEEP_SIMD_ROWS", "yes")
+    problem = random_problem(2, nt=5)
+    with pytest.raises(ValueError, match="SWEEP_SIMD_ROWS"):
+        sweep.acoustic(**problem, impl="c")
