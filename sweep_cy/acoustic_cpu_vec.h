@@ -56,14 +56,16 @@ typedef int SWEEP_FN(lanes) __attribute__((vector_size(SWEEP_VEC_BYTES)));
 typedef long long SWEEP_FN(lanes) __attribute__((vector_size(SWEEP_VEC_BYTES)));
 #endif
 
+/* The same vector at the element's alignment, for unaligned loads and stores
+ * that (unlike memcpy) the compiler knows alias only SWEEP_R data. */
+typedef SWEEP_R SWEEP_FN(uvec) __attribute__((vector_size(SWEEP_VEC_BYTES), aligned(SWEEP_REAL_BYTES)));
+
 static inline __attribute__((always_inline)) SWEEP_FN(vec) SWEEP_FN(vld)(const SWEEP_R *ptr) {
-  SWEEP_FN(vec) v;
-  memcpy(&v, ptr, sizeof v);
-  return v;
+  return *(const SWEEP_FN(uvec) *)ptr;
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(vst)(SWEEP_R *ptr, SWEEP_FN(vec) v) {
-  memcpy(ptr, &v, sizeof v);
+  *(SWEEP_FN(uvec) *)ptr = v;
 }
 
 /* Lanes [k, k + VL) of the concatenation (a, b); k is a compile-time constant. */
