@@ -117,10 +117,11 @@ def time_blocking(geom: Geometry, n_threads: int) -> tuple[int, int, int]:
     along the outermost axis (see ``forward_blocked`` in
     ``sweep_cy/acoustic_cpu_impl.h``); ``steps`` 1 is off.  Measured on 2
     threads (benchmarks/README.md): 3D 168^3 without CPML 4.1 -> 3.2 ms per
-    step, 3D 128^3 with CPML 10-11 -> 9.2 ms; 2D 300 x 1000, 4 shots, with
-    whole shots per thread (when the threads divide the shots), ~2 %
-    (0.47-0.48 -> 0.46-0.47 ms).  Steps that fit in the caches gain nothing
-    and run unblocked.
+    step, 3D 128^3 with CPML 10-11 -> 9.2 ms.  2D runs unblocked: one shot's
+    2D step fits in the last-level cache, and since the vector rows the
+    blocked 2D forward (300 x 1000, 4 shots) is no faster (1 thread 0.82 ms
+    per step blocked, 0.77 unblocked).  Steps that fit in the caches gain
+    nothing either and run unblocked.
     ``SWEEP_TIME_BLOCKING="steps,group,tile"`` overrides the choice (tuning).
     """
     env = os.environ.get("SWEEP_TIME_BLOCKING")
@@ -136,7 +137,7 @@ def time_blocking(geom: Geometry, n_threads: int) -> tuple[int, int, int]:
     if step_bytes < _BLOCKING_MIN_BYTES:
         return 1, 1, 1
     if geom.ndim == 2:
-        return (4, 4, 1) if geom.n_shots % max(n_threads, 1) == 0 else (1, 1, 1)
+        return 1, 1, 1
     return 4, 1, 32
 
 
