@@ -103,6 +103,8 @@
   do {                                                                       \
     const SWEEP_R *const u_ = (u);                                           \
     const sweep_int s_ = (s);                                                \
+    (void)u_;                                                                \
+    (void)s_;                                                                \
     T d2u_;                                                                  \
     SWEEP_D2(d2u_, SWEEP_TAP_U_);                                            \
     d2u_ *= (rdx2);                                                          \
@@ -131,10 +133,13 @@
   do {                                                                       \
     const SWEEP_R *const g_ = (g);                                           \
     const sweep_int s_ = (s);                                                \
+    (void)g_;                                                                \
+    (void)s_;                                                                \
     if (cpml) {                                                              \
       const SWEEP_R *const a_ = (a);                                         \
       const SWEEP_R *const p_ = (P);                                         \
       const SWEEP_R *const z_ = (Z);                                         \
+      (void)a_;                                                              \
       T d2g_, d1g_, d2z_, d1z_, d1p_;                                        \
       SWEEP_D2(d2g_, SWEEP_TAP_AG_);                                         \
       SWEEP_D1(d1g_, SWEEP_TAP_AG_);                                         \

@@ -35,7 +35,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int base,
     sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
 #if SWEEP_HAVE_VEC
-  if (!(mask & 4) && p->simd_rows)
+  if (p->simd_rows)
     x0 = SWEEP_FN(fwd_row_vec)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y,
                                x0, x1, mask);
 #endif
@@ -58,7 +58,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z, sweep_int y,
     sweep_int x0, sweep_int x1, const int mask) {
 #if SWEEP_HAVE_VEC
-  if (!(mask & 4) && p->simd_rows)
+  if (p->simd_rows)
     x0 = SWEEP_FN(adj_row_vec)(p, g, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1,
                                mask);
 #endif

@@ -106,9 +106,9 @@ static inline __attribute__((always_inline)) SWEEP_FN(vec)
 
 /*
  * Forward update of the cells [x0, x) of row (z, y), x the first cell it
- * leaves to the scalar row (x1 - x < VL).  The x axis must be plain over
- * [x0, x1); mask holds the CPML bits of the outer axes.  W^n goes to wrow[x]
- * when wrow is not NULL.
+ * leaves to the scalar row (x1 - x < VL).  mask holds the CPML bits of the
+ * row's segment (x: bit 2, a compile-time constant like the others).  W^n
+ * goes to wrow[x] when wrow is not NULL.
  */
 static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,
@@ -119,13 +119,20 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
   SWEEP_COEFFS;
   const sweep_int c[2] = {z, y};
   const sweep_int nx = p->shape[2];
-  const SWEEP_R rdx2_x = (SWEEP_R)p->rdx2[2];
+  const SWEEP_R rdx_x = (SWEEP_R)p->rdx[2], rdx2_x = (SWEEP_R)p->rdx2[2];
   const SWEEP_R *row = u + base;
+  const SWEEP_R *psi_row = mask & 4 ? psi[2] + base : row;
   sweep_int x = x0;
   if (x1 - x0 < SWEEP_VL) return x0;
   V uprev = SWEEP_FN(window_prev)(row, x), ucur = SWEEP_FN(vld)(row + x);
+  V pprev = uprev, pcur = ucur;
+  if (mask & 4) {
+    pprev = SWEEP_FN(window_prev)(psi_row, x);
+    pcur = SWEEP_FN(vld)(psi_row + x);
+  }
   for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
     const V unext = SWEEP_FN(window_next)(row, x, nx);
+    const V pnext = mask & 4 ? SWEEP_FN(window_next)(psi_row, x, nx) : unext;
     const sweep_int i = base + x;
     V w = {0};
     SWEEP_UNROLL
@@ -133,22 +140,33 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
       SWEEP_FWD_AXIS(V, w, u + i, psi[d] + i, psi_new[d] + i, zeta[d] + i, pa[d][c[d]],
                      pb[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d],
                      mask & (1 << d));
-    V d2x;
-    SWEEP_D2(d2x, SWEEP_TAP_XU_);
-    d2x *= rdx2_x;
-    w += d2x;
+    /* The x axis: the same terms with the taps taken from the windows. */
+#undef SWEEP_TAP_U_
+#undef SWEEP_TAP_PSI_
+#define SWEEP_TAP_U_(k) SWEEP_TAP_XW_(u, k)
+#define SWEEP_TAP_PSI_(k) SWEEP_TAP_XW_(p, k)
+    SWEEP_FWD_AXIS(V, w, u + i, psi[2] + i, psi_new[2] + i, zeta[2] + i,
+                   SWEEP_FN(vld)(pa[2] + x), SWEEP_FN(vld)(pb[2] + x), 1, rdx_x, rdx2_x,
+                   mask & 4);
+#undef SWEEP_TAP_U_
+#undef SWEEP_TAP_PSI_
+#define SWEEP_TAP_U_(k) SWEEP_LD(u_ + (k) * s_)
+#define SWEEP_TAP_PSI_(k) SWEEP_LD(ps_ + (k) * s_)
     SWEEP_FN(vst)(u_prev + i, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, ucur,
                                               SWEEP_FN(vld)(u_prev + i)));
     if (wrow) SWEEP_FN(vst)(wrow + x, w);
     uprev = ucur;
     ucur = unext;
+    pprev = pcur;
+    pcur = pnext;
   }
   return x;
 }
 
 /*
  * Adjoint update of the cells [x0, x) of row (z, y) (as fwd_row_vec; g is
- * v^2 dt^2 lambda of the whole field).
+ * v^2 dt^2 lambda of the whole field).  In an x-CPML segment the a-weighted
+ * x taps take a from a window over the profile as well.
  */
 static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
     const sweep_acoustic_params *p, const SWEEP_R *g, const SWEEP_R *lam, SWEEP_R *lam_prev,
@@ -159,13 +177,29 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
   SWEEP_COEFFS;
   const sweep_int c[2] = {z, y};
   const sweep_int nx = p->shape[2];
-  const SWEEP_R rdx2_x = (SWEEP_R)p->rdx2[2];
+  const SWEEP_R rdx_x = (SWEEP_R)p->rdx[2], rdx2_x = (SWEEP_R)p->rdx2[2];
   const SWEEP_R *row = g + base;
+  const int xc = mask & 4;
+  const SWEEP_R *a_row = xc ? pa[2] : row;
+  const SWEEP_R *p_row = xc ? P[2] + base : row;
+  const SWEEP_R *z_row = xc ? Z[2] + base : row;
   sweep_int x = x0;
   if (x1 - x0 < SWEEP_VL) return x0;
   V gprev = SWEEP_FN(window_prev)(row, x), gcur = SWEEP_FN(vld)(row + x);
+  V aprev = gprev, acur = gcur, qprev = gprev, qcur = gcur, zprev = gprev, zcur = gcur;
+  if (xc) {
+    aprev = SWEEP_FN(window_prev)(a_row, x);
+    acur = SWEEP_FN(vld)(a_row + x);
+    qprev = SWEEP_FN(window_prev)(p_row, x);
+    qcur = SWEEP_FN(vld)(p_row + x);
+    zprev = SWEEP_FN(window_prev)(z_row, x);
+    zcur = SWEEP_FN(vld)(z_row + x);
+  }
   for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
     const V gnext = SWEEP_FN(window_next)(row, x, nx);
+    const V anext = xc ? SWEEP_FN(window_next)(a_row, x, nx) : gnext;
+    const V qnext = xc ? SWEEP_FN(window_next)(p_row, x, nx) : gnext;
+    const V znext = xc ? SWEEP_FN(window_next)(z_row, x, nx) : gnext;
     const sweep_int i = base + x;
     V acc = {0};
     SWEEP_UNROLL
@@ -173,13 +207,35 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
       SWEEP_ADJ_AXIS(V, acc, g + i, gcur, P[d] + i, P_new[d] + i, Z[d] + i, Z_new[d] + i,
                      pa[d] + c[d], pb[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d],
                      (SWEEP_R)p->rdx2[d], mask & (1 << d));
-    V d2x;
-    SWEEP_D2(d2x, SWEEP_TAP_XG_);
-    acc += d2x * rdx2_x;
+    /* The x axis: the same terms with the taps (and a) taken from the windows. */
+#undef SWEEP_TAP_G_
+#undef SWEEP_TAP_AG_
+#undef SWEEP_TAP_AZ_
+#undef SWEEP_TAP_AP_
+#define SWEEP_TAP_G_(k) SWEEP_TAP_XW_(g, k)
+#define SWEEP_TAP_AG_(k) ((1 + SWEEP_TAP_XW_(a, k)) * SWEEP_TAP_XW_(g, k))
+#define SWEEP_TAP_AZ_(k) (SWEEP_TAP_XW_(a, k) * SWEEP_TAP_XW_(z, k))
+#define SWEEP_TAP_AP_(k) (SWEEP_TAP_XW_(a, k) * SWEEP_TAP_XW_(q, k))
+    SWEEP_ADJ_AXIS(V, acc, g + i, gcur, P[2] + i, P_new[2] + i, Z[2] + i, Z_new[2] + i,
+                   pa[2] + x, SWEEP_FN(vld)(pb[2] + x), 1, rdx_x, rdx2_x, xc);
+#undef SWEEP_TAP_G_
+#undef SWEEP_TAP_AG_
+#undef SWEEP_TAP_AZ_
+#undef SWEEP_TAP_AP_
+#define SWEEP_TAP_G_(k) SWEEP_LD(g_ + (k) * s_)
+#define SWEEP_TAP_AG_(k) ((1 + a_[k]) * SWEEP_LD(g_ + (k) * s_))
+#define SWEEP_TAP_AZ_(k) (a_[k] * SWEEP_LD(z_ + (k) * s_))
+#define SWEEP_TAP_AP_(k) (a_[k] * SWEEP_LD(p_ + (k) * s_))
     SWEEP_FN(vst)(lam_prev + i, SWEEP_ADJ_LEAPFROG(SWEEP_FN(vld)(lam + i), SWEEP_FN(vld)(lam_prev + i),
                                                    acc));
     gprev = gcur;
     gcur = gnext;
+    aprev = acur;
+    acur = anext;
+    qprev = qcur;
+    qcur = qnext;
+    zprev = zcur;
+    zcur = znext;
   }
   return x;
 }
