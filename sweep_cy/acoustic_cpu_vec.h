@@ -8,8 +8,8 @@
  * stencil.  Here the x taps come from three vectors in registers (the
  * previous, current and next SWEEP_VL cells of the row) shifted by one
  * instruction each (valignd on AVX-512): one new load per vector instead of
- * 2h + 1.  2D order 8, one shot, no CPML, one thread: 124-140 -> ~105 us
- * per step (benchmarks/README.md).
+ * 2h + 1.  2D benchmark forward (order 8, 4 shots, 2 threads): 0.52 -> 0.43
+ * ms per step; measurements in benchmarks/README.md.
  *
  * The arithmetic is the stencil header's (SWEEP_FWD_AXIS, SWEEP_ADJ_AXIS, the
  * tap sums and the leapfrog lines, with SWEEP_LD / SWEEP_ST redefined to load
