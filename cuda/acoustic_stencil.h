@@ -98,21 +98,27 @@
 #define SWEEP_TAP_PSI_(k) SWEEP_LD(ps_ + (k) * s_)
 
 /* Forward: adds this axis's share of W^n to w; updates zeta in place and
- * writes psi^{n+1} in the CPML. */
+ * writes psi^{n+1} in the CPML.  SWEEP_FWD_AXIS_TAPS takes the taps of u and
+ * psi as macros TAP_U(k), TAP_PSI(k) (the vector rows' x taps come from
+ * registers); SWEEP_FWD_AXIS loads them along the stride. */
 #define SWEEP_FWD_AXIS(T, w, u, ps, ps_new, zt, a, b, s, rdx, rdx2, cpml)      \
+  SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_U_, SWEEP_TAP_PSI_, T, w, u, ps, ps_new, zt, a, b, s, rdx, \
+                      rdx2, cpml)
+#define SWEEP_FWD_AXIS_TAPS(TAP_U, TAP_PSI, T, w, u, ps, ps_new, zt, a, b, s, rdx, rdx2,  \
+                            cpml)                                            \
   do {                                                                       \
     const SWEEP_R *const u_ = (u);                                           \
     const sweep_int s_ = (s);                                                \
     (void)u_;                                                                \
     (void)s_;                                                                \
     T d2u_;                                                                  \
-    SWEEP_D2(d2u_, SWEEP_TAP_U_);                                            \
+    SWEEP_D2(d2u_, TAP_U);                                                   \
     d2u_ *= (rdx2);                                                          \
     if (cpml) {                                                              \
       const SWEEP_R *const ps_ = (ps);                                       \
       T d1psi_, d1u_, zn_, pn_;                                              \
-      SWEEP_D1(d1psi_, SWEEP_TAP_PSI_);                                      \
-      SWEEP_D1(d1u_, SWEEP_TAP_U_);                                          \
+      SWEEP_D1(d1psi_, TAP_PSI);                                             \
+      SWEEP_D1(d1u_, TAP_U);                                                 \
       SWEEP_CPML_FWD(T, w, d2u_, d1u_, d1psi_, SWEEP_LD(zt), SWEEP_LD(ps_),  \
                      (a), (b), (rdx), zn_, pn_);                             \
       SWEEP_ST(zt, zn_);                                                     \
@@ -124,12 +130,17 @@
 
 /* Adjoint: adds this axis's terms to acc; writes the adjoint psi and zeta of
  * the previous step in the CPML.  g = v^2 dt^2 lambda, gi its value at the
- * cell; a points at the CPML profile a of the cell (a[k]: k cells along). */
+ * cell; a points at the CPML profile a of the cell (a[k]: k cells along).
+ * SWEEP_ADJ_AXIS_TAPS takes the taps (g, (1 + a) g, a Z, a P) as macros. */
 #define SWEEP_TAP_G_(k) SWEEP_LD(g_ + (k) * s_)
 #define SWEEP_TAP_AG_(k) ((1 + a_[k]) * SWEEP_LD(g_ + (k) * s_))
 #define SWEEP_TAP_AZ_(k) (a_[k] * SWEEP_LD(z_ + (k) * s_))
 #define SWEEP_TAP_AP_(k) (a_[k] * SWEEP_LD(p_ + (k) * s_))
 #define SWEEP_ADJ_AXIS(T, acc, g, gi, P, P_new, Z, Z_new, a, b, s, rdx, rdx2, cpml) \
+  SWEEP_ADJ_AXIS_TAPS(SWEEP_TAP_G_, SWEEP_TAP_AG_, SWEEP_TAP_AZ_, SWEEP_TAP_AP_, T, acc, g, \
+                      gi, P, P_new, Z, Z_new, a, b, s, rdx, rdx2, cpml)
+#define SWEEP_ADJ_AXIS_TAPS(TAP_G, TAP_AG, TAP_AZ, TAP_AP, T, acc, g, gi, P, P_new, Z,    \
+                            Z_new, a, b, s, rdx, rdx2, cpml)                 \
   do {                                                                       \
     const SWEEP_R *const g_ = (g);                                           \
     const sweep_int s_ = (s);                                                \
@@ -141,17 +152,17 @@
       const SWEEP_R *const z_ = (Z);                                         \
       (void)a_;                                                              \
       T d2g_, d1g_, d2z_, d1z_, d1p_;                                        \
-      SWEEP_D2(d2g_, SWEEP_TAP_AG_);                                         \
-      SWEEP_D1(d1g_, SWEEP_TAP_AG_);                                         \
-      SWEEP_D2(d2z_, SWEEP_TAP_AZ_);                                         \
-      SWEEP_D1(d1z_, SWEEP_TAP_AZ_);                                         \
-      SWEEP_D1(d1p_, SWEEP_TAP_AP_);                                         \
+      SWEEP_D2(d2g_, TAP_AG);                                                \
+      SWEEP_D1(d1g_, TAP_AG);                                                \
+      SWEEP_D2(d2z_, TAP_AZ);                                                \
+      SWEEP_D1(d1z_, TAP_AZ);                                                \
+      SWEEP_D1(d1p_, TAP_AP);                                                \
       acc += (d2g_ + d2z_) * (rdx2) - d1p_ * (rdx);                          \
       SWEEP_ST(P_new, (b) * SWEEP_LD(p_) - (d1g_ + d1z_) * (rdx));          \
       SWEEP_ST(Z_new, (b) * (SWEEP_LD(z_) + (gi)));                          \
     } else {                                                                 \
       T d2g_;                                                                \
-      SWEEP_D2(d2g_, SWEEP_TAP_G_);                                          \
+      SWEEP_D2(d2g_, TAP_G);                                                 \
       acc += d2g_ * (rdx2);                                                  \
     }                                                                        \
   } while (0)
@@ -270,25 +281,8 @@ SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
   lam_prev[i] = SWEEP_ADJ_LEAPFROG(lam[i], lam_prev[i], acc);
 }
 
+/* The includer that still needs these macros (the CPU kernels' vector rows)
+ * includes acoustic_stencil_undef.h itself when it is done with them. */
 #ifndef SWEEP_STENCIL_KEEP_MACROS
-#undef SWEEP_H
-#undef SWEEP_FN
-#undef SWEEP_R
-#undef SWEEP_FIRST_AXIS
-#undef SWEEP_D2
-#undef SWEEP_D1
-#undef SWEEP_COEFFS
-#undef SWEEP_LEAPFROG
-#undef SWEEP_ADJ_LEAPFROG
-#undef SWEEP_CPML_FWD
-#undef SWEEP_LD
-#undef SWEEP_ST
-#undef SWEEP_TAP_U_
-#undef SWEEP_TAP_PSI_
-#undef SWEEP_FWD_AXIS
-#undef SWEEP_TAP_G_
-#undef SWEEP_TAP_AG_
-#undef SWEEP_TAP_AZ_
-#undef SWEEP_TAP_AP_
-#undef SWEEP_ADJ_AXIS
+#include "acoustic_stencil_undef.h"
 #endif

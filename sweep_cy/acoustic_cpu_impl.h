@@ -322,8 +322,8 @@ static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
  * Receiver data are (shot, receiver, step): one step's receivers are a cache
  * line (and often a page) apart.  The unblocked loops keep the last
  * SWEEP_REC_STEPS steps in a (shot, step, receiver) buffer instead and move
- * them as runs of steps (2D 300 x 1000, 1000 receivers: ~10 us of a ~180 us
- * step).  NULL (direct access) when there are no receivers or no memory.
+ * them as runs of steps (2D 300 x 1000, 5,000 receivers per shot: 209-215 ->
+ * 175-191 us per step).  NULL (direct access) when there are no receivers or no memory.
  */
 #define SWEEP_REC_STEPS 32
 static SWEEP_R *SWEEP_FN(receiver_buffer)(const sweep_acoustic_params *p,
@@ -706,26 +706,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   free(rbuf);
 }
 
-#undef SWEEP_H
-#undef SWEEP_FN
-#undef SWEEP_R
-#undef SWEEP_FIRST_AXIS
-#undef SWEEP_D2
-#undef SWEEP_D1
-#undef SWEEP_COEFFS
-#undef SWEEP_LEAPFROG
-#undef SWEEP_ADJ_LEAPFROG
-#undef SWEEP_CPML_FWD
-#undef SWEEP_LD
-#undef SWEEP_ST
-#undef SWEEP_TAP_U_
-#undef SWEEP_TAP_PSI_
-#undef SWEEP_FWD_AXIS
-#undef SWEEP_TAP_G_
-#undef SWEEP_TAP_AG_
-#undef SWEEP_TAP_AZ_
-#undef SWEEP_TAP_AP_
-#undef SWEEP_ADJ_AXIS
+#include "acoustic_stencil_undef.h"
 #undef SWEEP_HAVE_VEC
 #undef SWEEP_STENCIL_KEEP_MACROS
 #undef SWEEP_MASK_SWITCH

@@ -72,32 +72,56 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vst)(SWEEP_R *ptr, SW
 #define SWEEP_VSHIFT(a, b, k) \
   __builtin_shuffle((a), (b), (SWEEP_FN(lanes))SWEEP_IOTA + (k))
 
-/* The x taps of the cells [x, x + VL) from the row window (prev, cur, next). */
-#define SWEEP_TAP_XW_(w_, k)                                               \
-  ((k) == 0 ? w_##cur : (k) > 0 ? SWEEP_VSHIFT(w_##cur, w_##next, (k))      \
-                                : SWEEP_VSHIFT(w_##prev, w_##cur, SWEEP_VL + (k)))
-#define SWEEP_TAP_XU_(k) SWEEP_TAP_XW_(u, k)
-#define SWEEP_TAP_XG_(k) SWEEP_TAP_XW_(g, k)
-
 /*
  * A sliding window over one row: `prev`, `cur`, `next` hold the row's cells
- * [x - VL, x + 3 VL), of which the stencil needs [x - h, x + VL + h).  Only
+ * [x - VL, x + 2 VL), of which the stencil needs [x - h, x + VL + h).  Only
  * cells of the row itself are read: at the row's ends the needed lanes come
  * from a load at x - h or x + h, shifted into place.
  */
-static inline __attribute__((always_inline)) SWEEP_FN(vec)
-    SWEEP_FN(window_prev)(const SWEEP_R *row, sweep_int x) {
-  if (x >= SWEEP_VL) return SWEEP_FN(vld)(row + x - SWEEP_VL);
-  const SWEEP_FN(vec) lo = SWEEP_FN(vld)(row + x - SWEEP_H);
-  return SWEEP_VSHIFT(lo, lo, SWEEP_H);
+typedef struct SWEEP_FN(window) {
+  SWEEP_FN(vec) prev, cur, next;
+} SWEEP_FN(window);
+
+/* The window at x (next is loaded by window_next at each step). */
+static inline __attribute__((always_inline)) SWEEP_FN(window)
+    SWEEP_FN(window_at)(const SWEEP_R *row, sweep_int x) {
+  SWEEP_FN(window) w;
+  w.cur = SWEEP_FN(vld)(row + x);
+  if (x >= SWEEP_VL) {
+    w.prev = SWEEP_FN(vld)(row + x - SWEEP_VL);
+  } else {
+    const SWEEP_FN(vec) lo = SWEEP_FN(vld)(row + x - SWEEP_H);
+    w.prev = SWEEP_VSHIFT(lo, lo, SWEEP_H);
+  }
+  w.next = w.cur;
+  return w;
 }
 
-static inline __attribute__((always_inline)) SWEEP_FN(vec)
-    SWEEP_FN(window_next)(const SWEEP_R *row, sweep_int x, sweep_int nx) {
-  if (x + 2 * SWEEP_VL <= nx) return SWEEP_FN(vld)(row + x + SWEEP_VL);
-  const SWEEP_FN(vec) hi = SWEEP_FN(vld)(row + x + SWEEP_H);
-  return SWEEP_VSHIFT(hi, hi, SWEEP_VL - SWEEP_H);
+static inline __attribute__((always_inline)) void SWEEP_FN(window_next)(
+    SWEEP_FN(window) *w, const SWEEP_R *row, sweep_int x, sweep_int nx) {
+  if (x + 2 * SWEEP_VL <= nx) {
+    w->next = SWEEP_FN(vld)(row + x + SWEEP_VL);
+  } else {
+    const SWEEP_FN(vec) hi = SWEEP_FN(vld)(row + x + SWEEP_H);
+    w->next = SWEEP_VSHIFT(hi, hi, SWEEP_VL - SWEEP_H);
+  }
 }
+
+static inline __attribute__((always_inline)) void SWEEP_FN(window_slide)(SWEEP_FN(window) *w) {
+  w->prev = w->cur;
+  w->cur = w->next;
+}
+
+/* The x taps of the cells [x, x + VL) from a window. */
+#define SWEEP_TAP_XW_(w_, k)                                               \
+  ((k) == 0 ? (w_).cur : (k) > 0 ? SWEEP_VSHIFT((w_).cur, (w_).next, (k))   \
+                                 : SWEEP_VSHIFT((w_).prev, (w_).cur, SWEEP_VL + (k)))
+#define SWEEP_TAP_XU_(k) SWEEP_TAP_XW_(uw, k)
+#define SWEEP_TAP_XPSI_(k) SWEEP_TAP_XW_(pw, k)
+#define SWEEP_TAP_XG_(k) SWEEP_TAP_XW_(gw, k)
+#define SWEEP_TAP_XAG_(k) ((1 + SWEEP_TAP_XW_(aw, k)) * SWEEP_TAP_XW_(gw, k))
+#define SWEEP_TAP_XAZ_(k) (SWEEP_TAP_XW_(aw, k) * SWEEP_TAP_XW_(zw, k))
+#define SWEEP_TAP_XAP_(k) (SWEEP_TAP_XW_(aw, k) * SWEEP_TAP_XW_(qw, k))
 
 #undef SWEEP_LD
 #undef SWEEP_ST
@@ -124,15 +148,11 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
   const SWEEP_R *psi_row = mask & 4 ? psi[2] + base : row;
   sweep_int x = x0;
   if (x1 - x0 < SWEEP_VL) return x0;
-  V uprev = SWEEP_FN(window_prev)(row, x), ucur = SWEEP_FN(vld)(row + x);
-  V pprev = uprev, pcur = ucur;
-  if (mask & 4) {
-    pprev = SWEEP_FN(window_prev)(psi_row, x);
-    pcur = SWEEP_FN(vld)(psi_row + x);
-  }
+  SWEEP_FN(window) uw = SWEEP_FN(window_at)(row, x);
+  SWEEP_FN(window) pw = mask & 4 ? SWEEP_FN(window_at)(psi_row, x) : uw;
   for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
-    const V unext = SWEEP_FN(window_next)(row, x, nx);
-    const V pnext = mask & 4 ? SWEEP_FN(window_next)(psi_row, x, nx) : unext;
+    SWEEP_FN(window_next)(&uw, row, x, nx);
+    if (mask & 4) SWEEP_FN(window_next)(&pw, psi_row, x, nx);
     const sweep_int i = base + x;
     V w = {0};
     SWEEP_UNROLL
@@ -141,24 +161,14 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
                      pb[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d],
                      mask & (1 << d));
     /* The x axis: the same terms with the taps taken from the windows. */
-#undef SWEEP_TAP_U_
-#undef SWEEP_TAP_PSI_
-#define SWEEP_TAP_U_(k) SWEEP_TAP_XW_(u, k)
-#define SWEEP_TAP_PSI_(k) SWEEP_TAP_XW_(p, k)
-    SWEEP_FWD_AXIS(V, w, u + i, psi[2] + i, psi_new[2] + i, zeta[2] + i,
-                   SWEEP_FN(vld)(pa[2] + x), SWEEP_FN(vld)(pb[2] + x), 1, rdx_x, rdx2_x,
-                   mask & 4);
-#undef SWEEP_TAP_U_
-#undef SWEEP_TAP_PSI_
-#define SWEEP_TAP_U_(k) SWEEP_LD(u_ + (k) * s_)
-#define SWEEP_TAP_PSI_(k) SWEEP_LD(ps_ + (k) * s_)
-    SWEEP_FN(vst)(u_prev + i, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, ucur,
+    SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_XU_, SWEEP_TAP_XPSI_, V, w, u + i, psi[2] + i, psi_new[2] + i,
+                        zeta[2] + i, SWEEP_FN(vld)(pa[2] + x), SWEEP_FN(vld)(pb[2] + x), 1, rdx_x,
+                        rdx2_x, mask & 4);
+    SWEEP_FN(vst)(u_prev + i, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, uw.cur,
                                               SWEEP_FN(vld)(u_prev + i)));
     if (wrow) SWEEP_FN(vst)(wrow + x, w);
-    uprev = ucur;
-    ucur = unext;
-    pprev = pcur;
-    pcur = pnext;
+    SWEEP_FN(window_slide)(&uw);
+    SWEEP_FN(window_slide)(&pw);
   }
   return x;
 }
@@ -180,62 +190,38 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
   const SWEEP_R rdx_x = (SWEEP_R)p->rdx[2], rdx2_x = (SWEEP_R)p->rdx2[2];
   const SWEEP_R *row = g + base;
   const int xc = mask & 4;
-  const SWEEP_R *a_row = xc ? pa[2] : row;
-  const SWEEP_R *p_row = xc ? P[2] + base : row;
-  const SWEEP_R *z_row = xc ? Z[2] + base : row;
   sweep_int x = x0;
   if (x1 - x0 < SWEEP_VL) return x0;
-  V gprev = SWEEP_FN(window_prev)(row, x), gcur = SWEEP_FN(vld)(row + x);
-  V aprev = gprev, acur = gcur, qprev = gprev, qcur = gcur, zprev = gprev, zcur = gcur;
+  SWEEP_FN(window) gw = SWEEP_FN(window_at)(row, x), aw = gw, qw = gw, zw = gw;
   if (xc) {
-    aprev = SWEEP_FN(window_prev)(a_row, x);
-    acur = SWEEP_FN(vld)(a_row + x);
-    qprev = SWEEP_FN(window_prev)(p_row, x);
-    qcur = SWEEP_FN(vld)(p_row + x);
-    zprev = SWEEP_FN(window_prev)(z_row, x);
-    zcur = SWEEP_FN(vld)(z_row + x);
+    aw = SWEEP_FN(window_at)(pa[2], x);
+    qw = SWEEP_FN(window_at)(P[2] + base, x);
+    zw = SWEEP_FN(window_at)(Z[2] + base, x);
   }
   for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
-    const V gnext = SWEEP_FN(window_next)(row, x, nx);
-    const V anext = xc ? SWEEP_FN(window_next)(a_row, x, nx) : gnext;
-    const V qnext = xc ? SWEEP_FN(window_next)(p_row, x, nx) : gnext;
-    const V znext = xc ? SWEEP_FN(window_next)(z_row, x, nx) : gnext;
+    SWEEP_FN(window_next)(&gw, row, x, nx);
+    if (xc) {
+      SWEEP_FN(window_next)(&aw, pa[2], x, nx);
+      SWEEP_FN(window_next)(&qw, P[2] + base, x, nx);
+      SWEEP_FN(window_next)(&zw, Z[2] + base, x, nx);
+    }
     const sweep_int i = base + x;
     V acc = {0};
     SWEEP_UNROLL
     for (int d = SWEEP_FIRST_AXIS; d < 2; ++d)
-      SWEEP_ADJ_AXIS(V, acc, g + i, gcur, P[d] + i, P_new[d] + i, Z[d] + i, Z_new[d] + i,
+      SWEEP_ADJ_AXIS(V, acc, g + i, gw.cur, P[d] + i, P_new[d] + i, Z[d] + i, Z_new[d] + i,
                      pa[d] + c[d], pb[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d],
                      (SWEEP_R)p->rdx2[d], mask & (1 << d));
     /* The x axis: the same terms with the taps (and a) taken from the windows. */
-#undef SWEEP_TAP_G_
-#undef SWEEP_TAP_AG_
-#undef SWEEP_TAP_AZ_
-#undef SWEEP_TAP_AP_
-#define SWEEP_TAP_G_(k) SWEEP_TAP_XW_(g, k)
-#define SWEEP_TAP_AG_(k) ((1 + SWEEP_TAP_XW_(a, k)) * SWEEP_TAP_XW_(g, k))
-#define SWEEP_TAP_AZ_(k) (SWEEP_TAP_XW_(a, k) * SWEEP_TAP_XW_(z, k))
-#define SWEEP_TAP_AP_(k) (SWEEP_TAP_XW_(a, k) * SWEEP_TAP_XW_(q, k))
-    SWEEP_ADJ_AXIS(V, acc, g + i, gcur, P[2] + i, P_new[2] + i, Z[2] + i, Z_new[2] + i,
-                   pa[2] + x, SWEEP_FN(vld)(pb[2] + x), 1, rdx_x, rdx2_x, xc);
-#undef SWEEP_TAP_G_
-#undef SWEEP_TAP_AG_
-#undef SWEEP_TAP_AZ_
-#undef SWEEP_TAP_AP_
-#define SWEEP_TAP_G_(k) SWEEP_LD(g_ + (k) * s_)
-#define SWEEP_TAP_AG_(k) ((1 + a_[k]) * SWEEP_LD(g_ + (k) * s_))
-#define SWEEP_TAP_AZ_(k) (a_[k] * SWEEP_LD(z_ + (k) * s_))
-#define SWEEP_TAP_AP_(k) (a_[k] * SWEEP_LD(p_ + (k) * s_))
+    SWEEP_ADJ_AXIS_TAPS(SWEEP_TAP_XG_, SWEEP_TAP_XAG_, SWEEP_TAP_XAZ_, SWEEP_TAP_XAP_, V, acc,
+                        g + i, gw.cur, P[2] + i, P_new[2] + i, Z[2] + i, Z_new[2] + i, pa[2] + x,
+                        SWEEP_FN(vld)(pb[2] + x), 1, rdx_x, rdx2_x, xc);
     SWEEP_FN(vst)(lam_prev + i, SWEEP_ADJ_LEAPFROG(SWEEP_FN(vld)(lam + i), SWEEP_FN(vld)(lam_prev + i),
                                                    acc));
-    gprev = gcur;
-    gcur = gnext;
-    aprev = acur;
-    acur = anext;
-    qprev = qcur;
-    qcur = qnext;
-    zprev = zcur;
-    zcur = znext;
+    SWEEP_FN(window_slide)(&gw);
+    SWEEP_FN(window_slide)(&aw);
+    SWEEP_FN(window_slide)(&qw);
+    SWEEP_FN(window_slide)(&zw);
   }
   return x;
 }
@@ -255,37 +241,34 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(recon_row_vec)(
   const SWEEP_R *row = u + base;
   sweep_int x = x0;
   if (x1 - x0 < SWEEP_VL) return x0;
-  V uprev = SWEEP_FN(window_prev)(row, x), ucur = SWEEP_FN(vld)(row + x);
+  SWEEP_FN(window) uw = SWEEP_FN(window_at)(row, x);
   for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
-    const V unext = SWEEP_FN(window_next)(row, x, nx);
+    SWEEP_FN(window_next)(&uw, row, x, nx);
     const sweep_int i = base + x;
     V w = {0};
     SWEEP_UNROLL
     for (int d = SWEEP_FIRST_AXIS; d < 2; ++d)
       SWEEP_FWD_AXIS(V, w, u + i, NULL, NULL, NULL, 0, 0, p->stride[d], 0,
                      (SWEEP_R)p->rdx2[d], 0);
-    V d2x;
-    SWEEP_D2(d2x, SWEEP_TAP_XU_);
-    d2x *= rdx2_x;
-    w += d2x;
+    SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_XU_, SWEEP_TAP_XU_, V, w, u + i, NULL, NULL, NULL, 0, 0, 1, 0,
+                        rdx2_x, 0);
     SWEEP_FN(vst)(grad + i, SWEEP_FN(vld)(grad + i) + SWEEP_FN(vld)(lam + i) * w);
-    SWEEP_FN(vst)(u_next + i, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, ucur,
+    SWEEP_FN(vst)(u_next + i, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, uw.cur,
                                               SWEEP_FN(vld)(u_next + i)));
-    uprev = ucur;
-    ucur = unext;
+    SWEEP_FN(window_slide)(&uw);
   }
   return x;
 }
 
-#undef SWEEP_LD
-#undef SWEEP_ST
-#define SWEEP_LD(ptr) (*(ptr))
-#define SWEEP_ST(ptr, value) (*(ptr) = (value))
 #undef SWEEP_IOTA
 #undef SWEEP_VSHIFT
 #undef SWEEP_TAP_XW_
 #undef SWEEP_TAP_XU_
+#undef SWEEP_TAP_XPSI_
 #undef SWEEP_TAP_XG_
+#undef SWEEP_TAP_XAG_
+#undef SWEEP_TAP_XAZ_
+#undef SWEEP_TAP_XAP_
 #else
 #define SWEEP_HAVE_VEC 0
 #endif
