@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _fd
 from ._grid import Geometry
-from ._xp import array_namespace, device_of, scatter_add, stop_gradient
+from ._xp import array_namespace, device_of, pad_zeros, scatter_add, stop_gradient
 
 
 @dataclass
@@ -64,12 +64,12 @@ class EagerAcoustic:
             shape[d + 1] = -1
             a, b = g.pml_profiles[d]
             self.pml.append((self._asarray(a.reshape(shape)), self._asarray(b.reshape(shape))))
-        h = g.halo
-        self.pml_inner = [
-            (a[(slice(None),) * (d + 1) + (slice(h, a.shape[d + 1] - h),)],
-             b[(slice(None),) * (d + 1) + (slice(h, b.shape[d + 1] - h),)])
-            for d, (a, b) in enumerate(self.pml)
-        ]  # fmt: skip
+        # The CPML memory variables live in strips along their own axis only.
+        self.strips = [g.cpml_strips(d) for d in range(nd)]
+        self.pml_strip = [
+            [tuple(_along(p, d + 1, s0, s0 + n) for p in self.pml[d]) for s0, n in self.strips[d]]
+            for d in range(nd)
+        ]
         self.ghosts = []
         for d in range(nd):
             mirror, ghost = g.ghost_mirror(d)
@@ -104,77 +104,128 @@ class EagerAcoustic:
         return (v_pad * self.geom.dt) ** 2 * self.live[0]
 
     # -- stencils ------------------------------------------------------------
-    # Stencils are evaluated on the interior (every axis without its halo),
-    # where each tap is a plain shifted slice: compilers (torch.compile,
-    # XLA) vectorise slices, not the wrap-around index arithmetic of a roll.
-    def _interior(self, f: Any, axis: int | None = None, k: int = 0) -> Any:
+    # Stencils take arrays with a halo along their own axis only, where each
+    # tap is a plain shifted slice: compilers (torch.compile, XLA) vectorise
+    # slices, not the wrap-around index arithmetic of a roll.
+    def _tap(self, f: Any, axis: int, k: int) -> Any:
         h = self.geom.halo
-        sl = [slice(None)]
-        for ax in range(1, self.geom.ndim + 1):
-            n = f.shape[ax]
-            off = k if ax == axis else 0
-            sl.append(slice(h + off, n - h + off))
-        return f[tuple(sl)]
+        return _along(f, axis, h + k, f.shape[axis] - h + k)
 
     def _d2(self, f: Any, axis: int) -> Any:
-        out = self.c2[0] * self._interior(f)
+        out = self.c2[0] * self._tap(f, axis, 0)
         for k, c in enumerate(self.c2[1:], start=1):
-            out = out + c * (self._interior(f, axis, k) + self._interior(f, axis, -k))
+            out = out + c * (self._tap(f, axis, k) + self._tap(f, axis, -k))
         return out
 
     def _d1(self, f: Any, axis: int) -> Any:
         out = None
         for k, c in enumerate(self.c1, start=1):
-            term = c * (self._interior(f, axis, k) - self._interior(f, axis, -k))
+            term = c * (self._tap(f, axis, k) - self._tap(f, axis, -k))
             out = term if out is None else out + term
         return out
 
-    def _pad(self, x: Any) -> Any:
+    def _interior(self, f: Any, keep: int | None = None) -> Any:
+        """``f`` without its halo, except along axis ``keep``."""
+        h = self.geom.halo
+        sl = [slice(None)] + [
+            slice(None) if ax == keep else slice(h, f.shape[ax] - h)
+            for ax in range(1, self.geom.ndim + 1)
+        ]
+        return f[tuple(sl)]
+
+    def _pad(self, x: Any, axes: Any = None) -> Any:
         """Zero halo around an interior array (the inverse of ``_interior``)."""
-        xp, h = self.xp, self.geom.halo
-        for ax in range(1, self.geom.ndim + 1):
-            shape = list(x.shape)
-            shape[ax] = h
-            zeros = xp.zeros(tuple(shape), dtype=x.dtype, device=self.device)
-            x = xp.concat([zeros, x, zeros], axis=ax)
-        return x
+        h = self.geom.halo
+        axes = range(1, self.geom.ndim + 1) if axes is None else axes
+        return pad_zeros(x, [(h, h) if ax in axes else (0, 0) for ax in range(len(x.shape))])
+
+    def _strip_shape(self, d: int, n: int, halo: int) -> tuple[int, ...]:
+        g = self.geom
+        shape = [g.n_shots] + [m - 2 * g.halo for m in g.padded_shape]
+        shape[d + 1] = n + 2 * halo
+        return tuple(shape)
 
     def initial_state(self) -> dict[str, Any]:
-        """Zero wavefields: u_prev, u and the CPML memory variables per axis."""
-        g, xp = self.geom, self.xp
-        shape = (g.n_shots, *g.padded_shape)
+        """Zero wavefields: u_prev, u and the CPML memory variables per axis.
 
-        def zeros() -> Any:
+        ``psi[d]`` and ``zeta[d]`` are lists with one array per strip of axis
+        ``d`` (see :meth:`Geometry.cpml_strips`), interior along the other
+        axes; psi keeps a zero halo along ``d`` for its derivative taps.
+        """
+        g, xp = self.geom, self.xp
+
+        def zeros(shape: tuple[int, ...]) -> Any:
             return xp.zeros(shape, dtype=self.dtype, device=self.device)
 
+        h = g.halo
         return {
-            "u_prev": zeros(),
-            "u": zeros(),
-            "psi": [zeros() for _ in range(g.ndim)],
-            "zeta": [zeros() for _ in range(g.ndim)],
+            "u_prev": zeros((g.n_shots, *g.padded_shape)),
+            "u": zeros((g.n_shots, *g.padded_shape)),
+            "psi": [
+                [zeros(self._strip_shape(d, n, h)) for _, n in s] for d, s in enumerate(self.strips)
+            ],
+            "zeta": [
+                [zeros(self._strip_shape(d, n, 0)) for _, n in s] for d, s in enumerate(self.strips)
+            ],
         }
 
+    def padded_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """``state`` with psi and zeta on the whole padded grid (as the compiled core's)."""
+        g, h = self.geom, self.geom.halo
+        out = {"u_prev": state["u_prev"], "u": state["u"], "psi": [], "zeta": []}
+        for d, strips in enumerate(self.strips):
+            ax = d + 1
+            for key, halo in (("psi", h), ("zeta", 0)):
+                full = None
+                for (s0, n), x in zip(strips, state[key][d], strict=True):
+                    widths = [(h, h)] * len(x.shape)
+                    widths[0] = (0, 0)
+                    widths[ax] = (s0, g.padded_shape[d] - s0 - n)
+                    x = pad_zeros(_along(x, ax, halo, halo + n), widths)
+                    full = x if full is None else full + x
+                if full is None:
+                    full = self.xp.zeros_like(state["u"])
+                out[key].append(full)
+        return out
+
     def step(self, state: dict[str, Any], v2dt2: Any, amp_t: Any | None) -> tuple[dict, Any]:
-        """One time step: returns the new state and the receiver samples of u^t."""
-        xp = self.xp
+        """One time step: returns the new state and the receiver samples of u^t.
+
+        The Laplacian runs on the whole interior; the CPML terms of axis d
+        only on its strips, and are added to W there (psi, zeta, a and b
+        vanish elsewhere, so this is the operator of the compiled kernels).
+        """
+        xp, g = self.xp, self.geom
+        h = g.halo
         u, u_prev = state["u"], state["u_prev"]
         inner = self._interior
         w = None
         psi_new, zeta_new = [], []
-        for d in range(self.geom.ndim):
+        for d in range(g.ndim):
             axis = d + 1
-            a, b = self.pml_inner[d]
             rdx = self.rdx[d]
-            psi = state["psi"][d]
-            t = self._d2(u, axis) * (rdx * rdx) + self._d1(psi, axis) * rdx
-            zn = b * inner(state["zeta"][d]) + a * t
-            psi_new.append(self._pad(b * inner(psi) + a * (self._d1(u, axis) * rdx)))
-            zeta_new.append(self._pad(zn))
-            w = t + zn if w is None else w + (t + zn)
+            u_axis = inner(u, keep=axis)
+            lap = self._d2(u_axis, axis) * (rdx * rdx)
+            w = lap if w is None else w + lap
+            n_int = lap.shape[axis]
+            psi_d, zeta_d = [], []
+            for (s0, n), (a, b), psi, zeta in zip(
+                self.strips[d], self.pml_strip[d], state["psi"][d], state["zeta"][d], strict=True
+            ):
+                u_s = _along(u_axis, axis, s0 - h, s0 + n + h)
+                d1psi = self._d1(psi, axis) * rdx
+                zn = b * zeta + a * (self._d2(u_s, axis) * (rdx * rdx) + d1psi)
+                d1u = self._d1(u_s, axis) * rdx
+                psi_d.append(self._pad(b * _along(psi, axis, h, h + n) + a * d1u, [axis]))
+                zeta_d.append(zn)
+                i0 = s0 - h  # the strip's first cell in interior coordinates
+                widths = [(0, 0)] * len(lap.shape)
+                widths[axis] = (i0, n_int - i0 - n)
+                w = w + pad_zeros(d1psi + zn, widths)
+            psi_new.append(psi_d)
+            zeta_new.append(zeta_d)
         # The halo is never updated: the interior update, padded with zeros.
-        u_new = self._pad(
-            inner(self.xp.expand_dims(v2dt2, axis=0)) * w + 2 * inner(u) - inner(u_prev)
-        )
+        u_new = self._pad(inner(xp.expand_dims(v2dt2, axis=0)) * w + 2 * inner(u) - inner(u_prev))
         shape = u_new.shape
         rec = None
         if self.rec_global.shape[0]:
@@ -206,4 +257,11 @@ class EagerAcoustic:
             receivers = xp.stack(records, axis=-1)
         else:
             receivers = xp.zeros((g.n_shots, g.n_rec, g.nt), dtype=self.dtype, device=self.device)
-        return receivers, state
+        return receivers, self.padded_state(state)
+
+
+def _along(x: Any, axis: int, start: int, stop: int) -> Any:
+    """``x[start:stop]`` along ``axis``."""
+    sl = [slice(None)] * len(x.shape)
+    sl[axis] = slice(start, stop)
+    return x[tuple(sl)]

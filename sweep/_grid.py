@@ -166,6 +166,27 @@ class Geometry:
             for d in range(self.ndim)
         )
 
+    def cpml_strips(self, d: int) -> list[tuple[int, int]]:
+        """(first cell, cells) of the slabs along axis ``d`` with CPML terms of axis ``d``.
+
+        Each slab is a face's CPML cells plus the halo of model cells next to
+        it, where the first difference of psi still reaches; psi and zeta of
+        axis ``d`` are zero outside them.  Padded coordinates; faces whose
+        slabs would touch share one slab.
+        """
+        h, n_pad = self.halo, self.padded_shape[d]
+        w_lo, w_hi = self.pml_width[2 * d], self.pml_width[2 * d + 1]
+        slabs = []
+        if w_lo:
+            slabs.append([h, min(h + w_lo + h, n_pad - h)])
+        if w_hi:
+            lo = max(n_pad - 2 * h - w_hi, h)
+            if slabs and lo <= slabs[-1][1]:
+                slabs[-1][1] = n_pad - h
+            else:
+                slabs.append([lo, n_pad - h])
+        return [(lo, hi - lo) for lo, hi in slabs]
+
     def plain_range(self, d: int) -> tuple[int, int]:
         """Cells along axis ``d`` farther than a halo from any CPML cell."""
         h, n_pad = self.halo, self.padded_shape[d]

@@ -86,6 +86,29 @@ def scatter_add(x: Any, index: Any, values: Any) -> Any:
     return out
 
 
+def pad_zeros(x: Any, widths: Any) -> Any:
+    """Return ``x`` with ``widths[a] = (before, after)`` zeros around axis ``a``.
+
+    Uses the library's own pad (the Array API has none): ``torch.compile``
+    and XLA fuse a constant pad into its consumer as masked loads, where a
+    concatenation with zero blocks would be written out.
+    """
+    if is_torch_array(x):
+        import torch
+
+        flat = [n for lo_hi in reversed(list(widths)) for n in lo_hi]
+        return torch.nn.functional.pad(x, flat)
+    if is_jax_array(x):
+        import jax.numpy as jnp
+
+        return jnp.pad(x, widths)
+    if is_cupy_array(x):
+        import cupy
+
+        return cupy.pad(x, widths)
+    return np.pad(x, widths)
+
+
 def stop_gradient(x: Any) -> Any:
     """``x`` as a constant for the framework's autodiff (identity without one)."""
     if is_torch_array(x):
