@@ -64,3 +64,22 @@ def test_cpml_strips_cover_the_cpml_terms(ndim, order, pml, free, shape):
         needs = np.convolve(a != 0, np.ones(2 * h + 1), mode="same") > 0
         needs[:h] = needs[len(needs) - h :] = False
         assert not (needs & ~covered).any()
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch", "jax"])
+def test_pad_zeros(library):
+    from sweep._xp import pad_zeros
+
+    x = np.arange(24.0).reshape(2, 3, 4)
+    widths = [(0, 0), (1, 2), (3, 0)]
+    ref = np.pad(x, widths)
+    if library == "torch":
+        torch = pytest.importorskip("torch")
+        out = pad_zeros(torch.from_numpy(x), widths).numpy()
+    elif library == "jax":
+        jnp = pytest.importorskip("jax.numpy")
+        out = np.asarray(pad_zeros(jnp.asarray(x), widths))
+    else:
+        out = pad_zeros(x, widths)
+    assert out.shape == (2, 6, 7)
+    np.testing.assert_array_equal(out, ref)
