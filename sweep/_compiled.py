@@ -117,11 +117,14 @@ def time_blocking(geom: Geometry, n_threads: int) -> tuple[int, int, int]:
     along the outermost axis (see ``forward_blocked`` in
     ``sweep_cy/acoustic_cpu_impl.h``); ``steps`` 1 is off.  Measured on 2
     threads (benchmarks/README.md): 3D 168^3 without CPML 4.1 -> 3.2 ms per
-    step, 3D 128^3 with CPML 10-11 -> 9.2 ms.  2D runs unblocked: one shot's
-    2D step fits in the last-level cache, and since the vector rows the
-    blocked 2D forward (300 x 1000, 4 shots) is no faster (1 thread 0.82 ms
-    per step blocked, 0.77 unblocked).  Steps that fit in the caches gain
-    nothing either and run unblocked.
+    step, 3D 128^3 with CPML 10-11 -> 9.2 ms.  8 steps in y tiles of 64 rows
+    (instead of 4 in tiles of 32) took the 3D benchmark (128^3 + CPML, 500
+    steps) from 4.6-5.4 to 4.1-4.9 s on 2 threads and from 7.7-7.8 to
+    6.2-6.5 s on one.  2D runs unblocked: one shot's 2D step fits in the
+    last-level cache, and since the vector rows the blocked 2D forward
+    (300 x 1000, 4 shots) is no faster (1 thread 0.82 ms per step blocked,
+    0.77 unblocked).  Steps that fit in the caches gain nothing either and
+    run unblocked.
     ``SWEEP_TIME_BLOCKING="steps,group,tile"`` overrides the choice (tuning).
     """
     env = os.environ.get("SWEEP_TIME_BLOCKING")
@@ -138,7 +141,7 @@ def time_blocking(geom: Geometry, n_threads: int) -> tuple[int, int, int]:
         return 1, 1, 1
     if geom.ndim == 2:
         return 1, 1, 1
-    return 4, 1, 32
+    return 8, 1, 64
 
 
 def simd_rows() -> int:

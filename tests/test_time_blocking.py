@@ -12,8 +12,8 @@ pytest.importorskip("sweep._C", reason="compiled kernels not built")
 
 # (steps, plane group, y tile): one step (off), short and long blocks, groups
 # of several planes, tiles narrower than the skew allows (the kernel shortens
-# the block) and a block longer than the run.
-BLOCKINGS = ["1,1,1", "2,1,5", "5,1,13", "4,3,7", "7,2,100", "3,5,4", "80,1,9"]
+# the block), a block longer than the run and the 3D default.
+BLOCKINGS = ["1,1,1", "2,1,5", "5,1,13", "4,3,7", "7,2,100", "3,5,4", "80,1,9", "8,1,64"]
 
 
 def _forward(problem, blocking, monkeypatch, **kwargs):
