@@ -46,14 +46,11 @@ class EagerAcoustic:
         self.c1 = [float(c) for c in _fd.first_derivative(g.order)]
         self.c2 = [float(c) for c in _fd.second_derivative(g.order)]
         self.maps = [self._asarray(g.axis_map(d), xp.int64) for d in range(nd)]
-        active = np.ones(g.padded_shape)
         live = np.ones(g.padded_shape)
         for d in range(nd):
             shape = [1] * nd
             shape[d] = -1
-            active = active * g.axis_active(d).reshape(shape)
             live = live * g.axis_live(d).reshape(shape)
-        self.active = self._asarray(active[None])
         self.live = self._asarray(live[None])
         in_model = np.zeros(g.padded_shape)
         in_model[g.model_slices()] = 1.0

@@ -127,13 +127,6 @@ class Geometry:
             live[n_pad - 1 - h] = False
         return live
 
-    def axis_active(self, d: int) -> np.ndarray:
-        """Return a mask: True where the stencil is evaluated along axis ``d``."""
-        h, n_pad = self.halo, self.padded_shape[d]
-        act = np.zeros(n_pad, dtype=bool)
-        act[h : n_pad - h] = True
-        return act
-
     def ghost_mirror(self, d: int) -> tuple[np.ndarray, np.ndarray]:
         """(mirror index, ghost mask) along axis ``d`` for free-surface ghosts."""
         h, n_pad = self.halo, self.padded_shape[d]
