@@ -137,6 +137,7 @@ class EagerAcoustic:
         return pad_zeros(x, [(h, h) if ax in axes else (0, 0) for ax in range(len(x.shape))])
 
     def _strip_shape(self, d: int, n: int, halo: int) -> tuple[int, ...]:
+        """Shape of an array over ``n`` strip cells of axis ``d`` (+ ``halo`` each side)."""
         g = self.geom
         shape = [g.n_shots] + [m - 2 * g.halo for m in g.padded_shape]
         shape[d + 1] = n + 2 * halo
