@@ -212,6 +212,8 @@ class EagerAcoustic:
             ):
                 u_s = _along(u_axis, axis, s0 - h, s0 + n + h)
                 d1psi = self._d1(psi, axis) * rdx
+                # The strip's second difference again, not a slice of lap:
+                # slicing lap makes inductor write lap out as a whole array.
                 zn = b * zeta + a * (self._d2(u_s, axis) * (rdx * rdx) + d1psi)
                 d1u = self._d1(u_s, axis) * rdx
                 psi_d.append(self._pad(b * _along(psi, axis, h, h + n) + a * d1u, [axis]))
