@@ -17,6 +17,7 @@ keeps (:attr:`band_shape`), and the bytes of one full state.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 from typing import Any
 
@@ -51,15 +52,24 @@ class _Fields:
             self.rec[name][axis] = address
 
 
+# Field slots (see CompiledAcoustic.field): the forward state, the adjoint
+# state and the boundary-saving reconstruction run in one kernel call.
+_FWD_SLOT = 0  # u_prev, u, psi pairs, zeta: at most 11
+_ADJ_SLOT = 11  # lam_prev, lam, g, P pairs, Z pairs, gradient: at most 16
+RECON_SLOT = 27  # recon u^{t+1}, u^t
+_V2DT2_SLOT = 29
+
+
 class FwdState:
     """Forward wavefields at one time: u^{t-1}, u^t and the CPML memory variables."""
 
     def __init__(self, engine: CompiledAcoustic) -> None:
-        self.u_prev = engine.field()
-        self.u = engine.field()
+        slot = itertools.count(_FWD_SLOT)
+        self.u_prev = engine.field(next(slot))
+        self.u = engine.field(next(slot))
         # psi ping-pongs between two buffers; [0] is current.
-        self.psi = {ax: [engine.field(), engine.field()] for ax in engine.axes}
-        self.zeta = {ax: engine.field() for ax in engine.axes}
+        self.psi = {ax: [engine.field(next(slot)), engine.field(next(slot))] for ax in engine.axes}
+        self.zeta = {ax: engine.field(next(slot)) for ax in engine.axes}
         self._strips = engine.cpml_strips
 
     def parts(self) -> list[Any]:
@@ -99,12 +109,13 @@ class AdjState:
 
     def __init__(self, engine: CompiledAcoustic, *, model: bool, source: bool) -> None:
         g = engine.geom
-        self.lam_prev = engine.field()
-        self.lam = engine.field()
-        self.g = engine.field()  # v^2 dt^2 lambda, rewritten every step
-        self.P = {ax: [engine.field(), engine.field()] for ax in engine.axes}
-        self.Z = {ax: [engine.field(), engine.field()] for ax in engine.axes}
-        self.grad_v2dt2 = engine.field() if model else None
+        slot = itertools.count(_ADJ_SLOT)
+        self.lam_prev = engine.field(next(slot))
+        self.lam = engine.field(next(slot))
+        self.g = engine.field(next(slot))  # v^2 dt^2 lambda, rewritten every step
+        self.P = {ax: [engine.field(next(slot)), engine.field(next(slot))] for ax in engine.axes}
+        self.Z = {ax: [engine.field(next(slot)), engine.field(next(slot))] for ax in engine.axes}
+        self.grad_v2dt2 = engine.field(next(slot)) if model else None
         self.grad_src = engine.zeros(g.n_shots, g.n_src, g.nt) if source and g.n_src else None
         self.recon_next: Any = None  # u^{t+1}, then u^{t-1}
         self.recon: Any = None  # u^t
@@ -236,9 +247,31 @@ class CompiledAcoustic:
             return _hostmem.zeros(shape, self.dtype)
         return self.xp.zeros(shape, dtype=self.dtype)
 
-    def field(self) -> Any:
+    def field(self, slot: int) -> Any:
+        """Return a zeroed padded wavefield of every shot.
+
+        ``slot`` numbers the field among those one kernel call touches: host
+        fields start at distinct offsets within a page (``_hostmem.field_phase``).
+        """
         g = self.geom
-        return self.zeros(g.n_shots, *g.padded_shape)
+        shape = (g.n_shots, *g.padded_shape)
+        if self.xp is np:
+            return _hostmem.zeros(shape, self.dtype, phase=_hostmem.field_phase(slot))
+        return self.xp.zeros(shape, dtype=self.dtype)
+
+    def kernel_v2dt2(self, v2dt2: Any) -> Any:
+        """v^2 dt^2 on the padded grid, at its own page offset on the host (see :meth:`field`)."""
+        if self.xp is not np:
+            return v2dt2
+        out = _hostmem.zeros(v2dt2.shape, self.dtype, phase=_hostmem.field_phase(_V2DT2_SLOT))
+        out[...] = v2dt2
+        return out
+
+    def copy_field(self, x: Any, slot: int) -> Any:
+        """Return a copy of padded wavefield ``x`` in field slot ``slot``."""
+        out = self.field(slot)
+        out[...] = x
+        return out
 
     def new_state(self) -> FwdState:
         return FwdState(self)

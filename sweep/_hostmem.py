@@ -25,6 +25,8 @@ import numpy as np
 
 # Below this size the ordinary allocator is as fast and wastes no huge page.
 _MIN_BYTES = 4 << 20
+_PAGE = 4096
+_PHASE_STEP = 17 * 64
 _NUMPY_TRACEMALLOC_DOMAIN = 389047  # numpy/core/include/numpy/ndarraytypes.h
 
 
@@ -47,22 +49,48 @@ def _untrack(address: int) -> None:
         pass
 
 
-def zeros(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    """Return a zero-filled host array, on huge pages when it is large."""
+def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.ndarray:
+    """Return a zero-filled host array, on huge pages when it is large.
+
+    ``phase`` (bytes, a multiple of the item size) places the first element
+    that far past a 4 KiB boundary; ``None`` leaves it where the allocator
+    puts it.  See :func:`field_phase` for why the kernels' fields want it.
+    """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < _MIN_BYTES or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return np.zeros(shape, dtype=dtype)
+    huge = nbytes >= _MIN_BYTES and hasattr(mmap, "MADV_HUGEPAGE")
+    if not huge:
+        if phase is None:
+            return np.zeros(shape, dtype=dtype)
+        raw = np.zeros(nbytes + _PAGE, dtype=np.uint8)
+        start = (phase - raw.ctypes.data) % _PAGE
+        return raw[start : start + nbytes].view(dtype).reshape(shape)
+    pad = phase % _PAGE if phase is not None else 0
     try:
-        region = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        region = mmap.mmap(-1, nbytes + pad, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     except OSError as exc:
         raise MemoryError(f"could not map {nbytes} bytes of host memory: {exc}") from exc
     try:
         region.madvise(mmap.MADV_HUGEPAGE)
     except OSError:
         pass  # huge pages unavailable: still a valid (zeroed) mapping
-    out = np.frombuffer(region, dtype=dtype).reshape(shape)
+    out = np.frombuffer(region, dtype=dtype, count=math.prod(shape), offset=pad).reshape(shape)
     address = out.ctypes.data
     _track(address, nbytes)
     weakref.finalize(region, _untrack, address)
     return out
+
+
+def field_phase(slot: int) -> int:
+    """Byte phase (offset past a 4 KiB boundary) of the kernels' field number ``slot``.
+
+    A CPU loop stores u^{n+1} at index i while it loads u at i +- k rows: when
+    two fields start at the same offset within a 4 KiB page (every large
+    allocation does: it is page-aligned), such a load can match the low 12
+    address bits of a store a few iterations back, and the core then holds
+    the load until it knows the addresses differ.  Fields numbered 0, 1, 2, ...
+    start 1088 bytes (17 cache lines) apart modulo 4 KiB, distinct for 64
+    fields.  2D forward benchmark (300 x 1000, order 4, 4 shots, 2 threads):
+    see benchmarks/README.md.
+    """
+    return (slot * _PHASE_STEP) % _PAGE

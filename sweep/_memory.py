@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from . import _revolve
-from ._compiled import AdjState, CompiledAcoustic, FwdState, progress_bar
+from ._compiled import RECON_SLOT, AdjState, CompiledAcoustic, FwdState, progress_bar
 from ._storage import SnapshotStore
 
 log = logging.getLogger("sweep")
@@ -725,8 +725,8 @@ def _backward_boundary(run: _Bwd) -> None:
     engine, tape, adj, grad_rec, bar, _ = run.parts()
     bu, bw = tape.stores
     win_u, win_w = _Window(engine, bu), _Window(engine, bw)
-    adj.recon_next = tape.final.u.copy()  # u^{nt}
-    adj.recon = tape.final.u_prev.copy()  # u^{nt-1}
+    adj.recon_next = engine.copy_field(tape.final.u, RECON_SLOT)  # u^{nt}
+    adj.recon = engine.copy_field(tape.final.u_prev, RECON_SLOT + 1)  # u^{nt-1}
     slot_bytes = math.prod(engine.band_shape) * engine.dtype.itemsize
     for t0, t1 in reversed(tape.actions):
         n = t1 - t0

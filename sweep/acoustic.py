@@ -230,7 +230,7 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     amp_k = None if call.amp is None else to_kernel_array(call.amp)
     xp = np if is_numpy_array(v_k) else __import__("cupy")
     engine = CompiledAcoustic(geom, xp, v_k.dtype, call.n_threads)
-    v2dt2 = geom.pad_v2dt2(v_k)
+    v2dt2 = engine.kernel_v2dt2(geom.pad_v2dt2(v_k))
     plan = _memory.plan(engine, call.memory) if gradient else None
     receivers, final, tape = _memory.forward(engine, v2dt2, amp_k, plan, call.progress)
 
