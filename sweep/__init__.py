@@ -22,6 +22,7 @@ __all__ = [
     "backend",
     "binding_available",
     "equations",
+    "release_cached_memory",
     "vjp",
 ]
 
@@ -29,3 +30,22 @@ __all__ = [
 def binding_available() -> bool:
     """Return True when the compiled kernels (``sweep._C``) import."""
     return binding_error() is None
+
+
+def release_cached_memory() -> int:
+    """Free the host memory of released wavefield stores kept for reuse.
+
+    Gradient runs keep their (large) wavefield store after they finish, so
+    that the next run of the same size reuses it instead of mapping and
+    zeroing fresh memory; the cache never holds more than the last runs'
+    stores, and a run that needs another size empties it first.  Call this
+    to hand that memory back (``SWEEP_STORE_CACHE=0`` turns the cache off).
+
+    Returns
+    -------
+    int
+        The bytes released.
+    """
+    from . import _hostmem
+
+    return _hostmem.release_cached()

@@ -11,6 +11,15 @@ pages (``MADV_HUGEPAGE``; Linux, when transparent huge pages are set to
 NumPy's own allocations are visible to ``tracemalloc``; these are registered
 in NumPy's tracemalloc domain too, so memory accounting (and
 ``sweep.estimate_memory``'s tests) see them.
+
+Wavefield stores (:func:`empty`) are cached when released: a gradient loop
+asks for a store of the same size every iteration, and a cached mapping is
+neither faulted in nor zeroed again (2D 300 x 1000, 4 shots, 500 steps,
+order 4, 2 threads: 2.4 GB store, gradient best 0.520 -> 0.467 s).  The
+cache holds released stores only and is emptied before any store of another
+size is mapped, so it never raises the peak above one call's own;
+:func:`release_cached` (``sweep.release_cached_memory``) frees it and
+``SWEEP_STORE_CACHE=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ from __future__ import annotations
 import ctypes
 import math
 import mmap
+import os
+import threading
 import weakref
 from typing import Any
 
@@ -94,3 +105,67 @@ def field_phase(slot: int) -> int:
     see benchmarks/README.md.
     """
     return (slot * _PHASE_STEP) % _PAGE
+
+
+_cache: list[mmap.mmap] = []
+_cache_lock = threading.Lock()
+
+
+def _cache_enabled() -> bool:
+    return os.environ.get("SWEEP_STORE_CACHE", "1") != "0"
+
+
+def _return_to_cache(region: mmap.mmap) -> None:
+    with _cache_lock:
+        _cache.append(region)
+
+
+def release_cached() -> int:
+    """Unmap every cached store; return the bytes released."""
+    with _cache_lock:
+        regions = _cache[:]
+        _cache.clear()
+    nbytes = sum(len(r) for r in regions)
+    for region in regions:
+        try:
+            region.close()
+        except BufferError:  # still exported somewhere: unmapped when that goes
+            pass
+    return nbytes
+
+
+def cached_bytes() -> int:
+    """Bytes held by released stores kept for reuse."""
+    with _cache_lock:
+        return sum(len(r) for r in _cache)
+
+
+def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Return an uninitialised host array for a wavefield store.
+
+    Large stores reuse a released store of the same byte size when one is
+    cached (its contents are the previous run's: callers write every slot
+    before reading it); otherwise the cache is emptied and a fresh zeroed
+    mapping on huge pages is made (see :func:`zeros`).
+    """
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < _MIN_BYTES or not hasattr(mmap, "MADV_HUGEPAGE") or not _cache_enabled():
+        return zeros(shape, dtype)
+    region = None
+    with _cache_lock:
+        for k, cached in enumerate(_cache):
+            if len(cached) == nbytes:
+                region = _cache.pop(k)
+                break
+    if region is None:
+        release_cached()  # never hold a cached store and a new one at once
+        out = zeros(shape, dtype)
+        region = out.base
+        while not isinstance(region, mmap.mmap):
+            region = region.obj if isinstance(region, memoryview) else region.base
+    else:
+        out = np.frombuffer(region, dtype=dtype).reshape(shape)  # still tracked by zeros()
+    done = weakref.finalize(out, _return_to_cache, region)
+    done.atexit = False
+    return out

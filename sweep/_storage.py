@@ -482,8 +482,9 @@ class SnapshotStore:
         shape = (self.n_slots, *self.item_shape)
         try:
             if self._on_device and not self._cupy:
-                # Huge pages: first-touch page faults dominate writing a large store.
-                self._buf = _hostmem.zeros(shape, self._stored)
+                # Huge pages: first-touch page faults dominate writing a large
+                # store; a released store of the same size is reused.
+                self._buf = _hostmem.empty(shape, self._stored)
                 where = "host"
             elif self._on_device:
                 self._buf = self._xp.empty(shape, dtype=self._stored)

@@ -44,3 +44,64 @@ def test_kernel_fields_start_at_distinct_page_offsets():
     fields.append(engine.kernel_v2dt2(np.ones(state.u.shape[1:], np.float32)))
     offsets = [f.ctypes.data % 4096 for f in fields]
     assert len(set(offsets)) == len(offsets)
+
+
+def _store_problem():
+    # A store of 2 shots x 300 steps x 60 x 60 cells (8.6 MB): large enough to be cached.
+    problem = random_problem(2, np.float32, n_shots=2, nt=300)
+    problem["v"] = np.full((60, 60), 2000.0, np.float32)
+    problem["source_locations"] = np.array([[[30, 30]], [[20, 40]]])
+    problem["receiver_locations"] = np.array([[[5, x] for x in range(0, 60, 3)]] * 2)
+    problem["source_amplitudes"] = problem["source_amplitudes"][:, :1]
+    return problem
+
+
+def _gradient(problem):
+    out, pullback = sweep.vjp(sweep.acoustic, **problem, impl="c", n_threads=1)
+    return pullback(np.ones_like(out.receivers))["v"]
+
+
+@pytest.fixture
+def empty_cache():
+    sweep.release_cached_memory()
+    yield
+    sweep.release_cached_memory()
+
+
+def test_released_store_is_reused_and_other_sizes_empty_the_cache(empty_cache):
+    a = _hostmem.empty((3, 1100, 1000), np.float32)
+    address = a.ctypes.data
+    del a
+    assert _hostmem.cached_bytes() == 3 * 1100 * 1000 * 4
+    b = _hostmem.empty((3, 1000, 1100), np.float32)  # same bytes: reused
+    assert b.ctypes.data == address and _hostmem.cached_bytes() == 0
+    del b
+    c = _hostmem.empty((2, 1100, 1000), np.float32)  # another size: the cache is freed first
+    assert _hostmem.cached_bytes() == 0
+    del c
+    assert sweep.release_cached_memory() == 2 * 1100 * 1000 * 4
+    assert _hostmem.cached_bytes() == 0
+
+
+def test_store_cache_can_be_turned_off(empty_cache, monkeypatch):
+    monkeypatch.setenv("SWEEP_STORE_CACHE", "0")
+    a = _hostmem.empty((3, 1100, 1000), np.float32)
+    assert not a.any()
+    del a
+    assert _hostmem.cached_bytes() == 0
+
+
+def test_gradient_ignores_what_a_reused_store_held(empty_cache, monkeypatch):
+    problem = _store_problem()
+    monkeypatch.setenv("SWEEP_STORE_CACHE", "0")
+    reference = _gradient(problem)
+    monkeypatch.setenv("SWEEP_STORE_CACHE", "1")
+    _gradient(problem)
+    assert _hostmem.cached_bytes() > 0  # the store of that run is cached ...
+    poisoned = list(_hostmem._cache)
+    for region in poisoned:  # ... and poisoned before the next run reuses it
+        np.frombuffer(region, dtype=np.float32)[:] = np.nan
+    got = _gradient(problem)
+    assert any(r is p for r in _hostmem._cache for p in poisoned)  # it was reused
+    assert np.array_equal(got, reference)
+    assert np.abs(reference).max() > 0
