@@ -308,13 +308,19 @@ static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
     for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
       const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
       const sweep_int n_stages = b.n_groups + (nb - 1) * b.lag;
-      const sweep_int n_items = p->n_shots * nb * b.n_chunks;
       for (sweep_int tile = 0; tile < b.n_ytiles; ++tile) {
         for (sweep_int k = 0; k < n_stages; ++k) {
+          /* Only the steps s with a plane group in stage k (0 <= k - s lag <
+           * n_groups) share the stage out: while the wavefront fills and
+           * drains, a split over every step left one thread idle. */
+          const sweep_int s_lo = k < b.n_groups ? 0 : (k - b.n_groups + b.lag) / b.lag;
+          const sweep_int s_hi = k / b.lag < nb - 1 ? k / b.lag : nb - 1;
+          const sweep_int ns = s_hi - s_lo + 1;
+          const sweep_int n_items = p->n_shots * ns * b.n_chunks;
 #pragma omp for schedule(static)
           for (sweep_int item = 0; item < n_items; ++item) {
-            const sweep_int c = item % b.n_chunks, s = (item / b.n_chunks) % nb;
-            SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, t0, tb, item / (b.n_chunks * nb), s,
+            const sweep_int c = item % b.n_chunks, s = s_lo + (item / b.n_chunks) % ns;
+            SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, t0, tb, item / (b.n_chunks * ns), s,
                                    tile, k, c);
           }
         }
