@@ -242,9 +242,11 @@ class CompiledAcoustic:
         return g.n_shots * cells * self.dtype.itemsize
 
     # -- buffers ---------------------------------------------------------------
-    def zeros(self, *shape: int) -> Any:
+    def zeros(self, *shape: int, slot: int | None = None) -> Any:
+        """Return a zeroed array; ``slot`` places a host array at that field's page offset."""
         if self.xp is np:
-            return _hostmem.zeros(shape, self.dtype)
+            phase = None if slot is None else _hostmem.field_phase(slot)
+            return _hostmem.zeros(shape, self.dtype, phase=phase)
         return self.xp.zeros(shape, dtype=self.dtype)
 
     def field(self, slot: int) -> Any:
@@ -254,24 +256,17 @@ class CompiledAcoustic:
         fields start at distinct offsets within a page (``_hostmem.field_phase``).
         """
         g = self.geom
-        shape = (g.n_shots, *g.padded_shape)
-        if self.xp is np:
-            return _hostmem.zeros(shape, self.dtype, phase=_hostmem.field_phase(slot))
-        return self.xp.zeros(shape, dtype=self.dtype)
+        return self.zeros(g.n_shots, *g.padded_shape, slot=slot)
+
+    def copy_field(self, x: Any, slot: int) -> Any:
+        """Return a copy of ``x`` in field slot ``slot`` (see :meth:`field`)."""
+        out = self.zeros(*x.shape, slot=slot)
+        out[...] = x
+        return out
 
     def kernel_v2dt2(self, v2dt2: Any) -> Any:
         """v^2 dt^2 on the padded grid, at its own page offset on the host (see :meth:`field`)."""
-        if self.xp is not np:
-            return v2dt2
-        out = _hostmem.zeros(v2dt2.shape, self.dtype, phase=_hostmem.field_phase(_V2DT2_SLOT))
-        out[...] = v2dt2
-        return out
-
-    def copy_field(self, x: Any, slot: int) -> Any:
-        """Return a copy of padded wavefield ``x`` in field slot ``slot``."""
-        out = self.field(slot)
-        out[...] = x
-        return out
+        return self.copy_field(v2dt2, _V2DT2_SLOT) if self.xp is np else v2dt2
 
     def new_state(self) -> FwdState:
         return FwdState(self)

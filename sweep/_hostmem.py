@@ -60,6 +60,33 @@ def _untrack(address: int) -> None:
         pass
 
 
+def _huge(nbytes: int) -> bool:
+    """Whether an array of ``nbytes`` gets its own mapping on huge pages."""
+    return nbytes >= _MIN_BYTES and hasattr(mmap, "MADV_HUGEPAGE")
+
+
+def _map(nbytes: int) -> mmap.mmap:
+    """Return a fresh zeroed anonymous mapping, advised to use huge pages."""
+    try:
+        region = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except OSError as exc:
+        raise MemoryError(f"could not map {nbytes} bytes of host memory: {exc}") from exc
+    try:
+        region.madvise(mmap.MADV_HUGEPAGE)
+    except OSError:
+        pass  # huge pages unavailable: still a valid (zeroed) mapping
+    return region
+
+
+def _view(region: mmap.mmap, shape: tuple[int, ...], dtype: np.dtype, pad: int) -> np.ndarray:
+    """Return ``shape`` x ``dtype`` at byte ``pad`` of a new mapping, tracked for tracemalloc."""
+    out = np.frombuffer(region, dtype=dtype, count=math.prod(shape), offset=pad).reshape(shape)
+    address = out.ctypes.data
+    _track(address, out.nbytes)
+    weakref.finalize(region, _untrack, address)
+    return out
+
+
 def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.ndarray:
     """Return a zero-filled host array, on huge pages when it is large.
 
@@ -69,27 +96,14 @@ def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.nd
     """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    huge = nbytes >= _MIN_BYTES and hasattr(mmap, "MADV_HUGEPAGE")
-    if not huge:
+    if not _huge(nbytes):
         if phase is None:
             return np.zeros(shape, dtype=dtype)
         raw = np.zeros(nbytes + _PAGE, dtype=np.uint8)
         start = (phase - raw.ctypes.data) % _PAGE
         return raw[start : start + nbytes].view(dtype).reshape(shape)
     pad = phase % _PAGE if phase is not None else 0
-    try:
-        region = mmap.mmap(-1, nbytes + pad, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    except OSError as exc:
-        raise MemoryError(f"could not map {nbytes} bytes of host memory: {exc}") from exc
-    try:
-        region.madvise(mmap.MADV_HUGEPAGE)
-    except OSError:
-        pass  # huge pages unavailable: still a valid (zeroed) mapping
-    out = np.frombuffer(region, dtype=dtype, count=math.prod(shape), offset=pad).reshape(shape)
-    address = out.ctypes.data
-    _track(address, nbytes)
-    weakref.finalize(region, _untrack, address)
-    return out
+    return _view(_map(nbytes + pad), shape, dtype, pad)
 
 
 def field_phase(slot: int) -> int:
@@ -150,7 +164,7 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < _MIN_BYTES or not hasattr(mmap, "MADV_HUGEPAGE") or not _cache_enabled():
+    if not _huge(nbytes) or not _cache_enabled():
         return zeros(shape, dtype)
     region = None
     with _cache_lock:
@@ -160,12 +174,10 @@ def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
                 break
     if region is None:
         release_cached()  # never hold a cached store and a new one at once
-        out = zeros(shape, dtype)
-        region = out.base
-        while not isinstance(region, mmap.mmap):
-            region = region.obj if isinstance(region, memoryview) else region.base
+        region = _map(nbytes)
+        out = _view(region, shape, dtype, 0)
     else:
-        out = np.frombuffer(region, dtype=dtype).reshape(shape)  # still tracked by zeros()
+        out = np.frombuffer(region, dtype=dtype).reshape(shape)  # still tracked by _view
     done = weakref.finalize(out, _return_to_cache, region)
     done.atexit = False
     return out
