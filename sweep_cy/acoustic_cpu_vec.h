@@ -34,11 +34,11 @@
 #endif
 #endif
 
-/* 3D rows use at most 32-byte vectors: measured on AVX-512 (Zen 4), the 3D
- * benchmark forward (128^3 + CPML 20, order 8, two threads) ran 12-15 %
- * faster with 8 float lanes than with 16, where the 2D forward ran ~10 %
- * slower.  A 3D row is short (168 cells there): with 8 lanes its CPML and
- * plain x segments (24 and 120 cells) are whole vectors. */
+/* 3D rows use at most 32-byte vectors: measured on AVX-512 (AMD family 26),
+ * the 3D benchmark forward (128^3 + CPML 20, order 8, two threads) ran
+ * 12-15 % faster with 8 float lanes than with 16, where the 2D forward ran
+ * ~10 % slower; still 3.19-3.45 s against 4.38-4.58 s once partial vectors
+ * no longer ran as scalar cells (benchmarks/README.md, session 6). */
 #if SWEEP_NDIM == 3 && SWEEP_VEC_BYTES > 32
 #define SWEEP_ROW_BYTES 32
 #else
@@ -145,9 +145,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(window_slide)(SWEEP_F
  * arithmetic does not depend on its neighbours, so the overlapped cells get
  * the same values twice, provided both read the old values of the fields
  * updated in place.  The tail runs first, on copies of those (u^{n-1}, zeta,
- * lambda^{n+1}, ...) in a tail buffer, which go into the row after the loop.  Segments shorter than VL stay
- * scalar.  2D forward, order 4, one thread, 340 x 1040 cells: 2.6 ns per
- * x-CPML cell with the scalar tails.
+ * lambda^{n+1}, ...) in a tail buffer, which go into the row after the loop.
+ * Segments shorter than VL stay scalar.  2D forward, order 4, one thread,
+ * 340 x 1040 cells, CPML on every face: 114.4 -> 103.7 ms per 1000 steps.
  */
 typedef struct SWEEP_FN(tail) {
   SWEEP_R v[4][SWEEP_VL] __attribute__((aligned(SWEEP_ROW_BYTES)));
