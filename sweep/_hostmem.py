@@ -106,7 +106,7 @@ def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.nd
     return _view(_map(nbytes + pad), shape, dtype, pad)
 
 
-def field_phase(slot: int) -> int:
+def field_phase(slot: int, lead: int = 0) -> int:
     """Byte phase (offset past a 4 KiB boundary) of the kernels' field number ``slot``.
 
     A CPU loop stores u^{n+1} at index i while it loads u at i +- k rows: when
@@ -116,9 +116,10 @@ def field_phase(slot: int) -> int:
     the load until it knows the addresses differ.  Fields numbered 0, 1, 2, ...
     start 1088 bytes (17 cache lines) apart modulo 4 KiB, distinct for 64
     fields.  2D forward benchmark (300 x 1000, order 4, 4 shots, 2 threads):
-    see benchmarks/README.md.
+    see benchmarks/README.md.  ``lead`` (bytes) moves the phase back so that
+    the element ``lead`` bytes in, rather than the first, sits at it.
     """
-    return (slot * _PHASE_STEP) % _PAGE
+    return (slot * _PHASE_STEP - lead) % _PAGE
 
 
 _cache: list[mmap.mmap] = []

@@ -28,6 +28,8 @@ def test_field_phases_are_distinct():
     phases = {_hostmem.field_phase(k) for k in range(64)}
     assert len(phases) == 64
     assert all(p % 64 == 0 for p in phases)
+    shifted = [(_hostmem.field_phase(k) - 16) % 4096 for k in range(64)]
+    assert [_hostmem.field_phase(k, 16) for k in range(64)] == shifted
 
 
 def test_kernel_fields_start_at_distinct_page_offsets():
@@ -44,6 +46,27 @@ def test_kernel_fields_start_at_distinct_page_offsets():
     fields.append(engine.kernel_v2dt2(np.ones(state.u.shape[1:], np.float32)))
     offsets = [f.ctypes.data % 4096 for f in fields]
     assert len(set(offsets)) == len(offsets)
+
+
+@pytest.mark.parametrize("nx", [40, 41])  # rows of 48 (whole 32-byte units) and 49 floats
+def test_rows_start_their_computed_cells_on_a_line_when_they_can(nx):
+    problem = random_problem(3, np.float32, nt=5)
+    problem["v"] = np.full((12, 12, nx), 2000.0, np.float32)
+    problem["pml_width"] = 0
+    problem["accuracy"] = 8
+    args = inspect.signature(sweep.acoustic).bind(**problem)
+    args.apply_defaults()
+    geom = _prepare(**args.arguments).geom
+    engine = CompiledAcoustic(geom, np, np.dtype(np.float32))
+    row_bytes = geom.padded_shape[-1] * 4
+    state = engine.new_state()
+    first = [f[0, 0, 0, geom.halo :].ctypes.data for f in (state.u, state.u_prev)]
+    if row_bytes % 32 == 0:
+        assert all(a % 64 == 0 for a in first)
+    else:
+        assert all(f.ctypes.data % 64 == 0 for f in (state.u, state.u_prev))
+    offsets = {f.ctypes.data % 4096 for f in (state.u, state.u_prev)}
+    assert len(offsets) == 2
 
 
 def _store_problem():
