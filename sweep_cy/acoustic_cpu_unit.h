@@ -12,6 +12,9 @@
 #if defined(__SSE2__)
 #include <xmmintrin.h>
 #endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <sched.h>
+#endif
 
 #include "fd_coeffs.h"
 #include "sweep_common.h"
@@ -89,6 +92,62 @@ typedef struct sweep_blocking {
   sweep_int n_ytiles;
   sweep_int chunk, n_chunks;    /* rows per work item of a tile and step; items */
 } sweep_blocking;
+
+/* The stages a task of the pipelined blocked forward has finished, on a
+ * cache line of its own (the two threads bump neighbouring counters). */
+typedef struct sweep_progress {
+  sweep_int done;
+  char pad[64 - sizeof(sweep_int)];
+} sweep_progress;
+
+/* n zeroed counters, or NULL without memory. */
+static sweep_progress *sweep_progress_new(sweep_int n) {
+  return (sweep_progress *)calloc((size_t)n, sizeof(sweep_progress));
+}
+
+static inline void sweep_publish(sweep_progress *c, sweep_int value) {
+  sweep_int *d = &c->done;
+#pragma omp atomic write seq_cst
+  *d = value;
+}
+
+/* Waits until counter c reaches target: spinning first (a stage takes tens of
+ * microseconds), then yielding the core, so oversubscribed threads still
+ * progress. */
+static inline void sweep_wait(sweep_progress *c, sweep_int target) {
+  sweep_int *d = &c->done;
+  for (unsigned int spins = 0;; ++spins) {
+    sweep_int now;
+#pragma omp atomic read seq_cst
+    now = *d;
+    if (now >= target) return;
+#if defined(__SSE2__)
+    if (spins < 20000) {
+      _mm_pause();
+      continue;
+    }
+#endif
+#if defined(__unix__) || defined(__APPLE__)
+    sched_yield();
+#endif
+  }
+}
+
+static inline int sweep_thread_num(void) {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+static inline int sweep_num_threads(void) {
+#ifdef _OPENMP
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
 
 #define SWEEP_INSTANTIATE_FILE "acoustic_cpu_impl.h"
 #include "instantiate_orders.h"

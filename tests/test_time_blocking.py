@@ -35,10 +35,28 @@ def test_blocked_forward_is_bitwise_unblocked(ndim, order, dtype, monkeypatch):
     problem["source_locations"][:, 2] = problem["source_locations"][:, 0]
     reference = _forward(problem, "1,1,1", monkeypatch, n_threads=1)
     for blocking in BLOCKINGS[1:]:
-        for n_threads in (1, 2):
+        for n_threads in (1, 2, 3):
             out = _forward(problem, blocking, monkeypatch, n_threads=n_threads)
             for a, b in zip(reference, out, strict=True):
                 assert np.array_equal(a, b), (blocking, n_threads)
+
+
+@pytest.mark.parametrize("n_threads", (2, 4))
+def test_pipelined_tiles_are_bitwise_unblocked(n_threads, monkeypatch):
+    """3D with threads at most the y tiles: each thread runs whole (block, tile) tasks,
+    waiting only on its neighbours; many tiles and blocks, and more threads than
+    cores, give a late neighbour every chance to show."""
+    problem = random_problem(3, np.float32, n_shots=1, n_src=2, n_rec=7, nt=45, accuracy=4)
+    problem["v"] = np.full((14, 30, 17), 2000.0, np.float32)
+    problem["source_locations"] = np.array([[[7, 3, 8], [2, 28, 16]]])
+    problem["receiver_locations"] = np.array([[[k % 14, 4 * k + 1, 16 - 2 * k] for k in range(7)]])
+    problem["pml_width"] = 5
+    reference = _forward(problem, "1,1,1", monkeypatch, n_threads=1)
+    for blocking in ("3,1,7", "4,2,9", "2,1,4"):
+        for _ in range(3):
+            out = _forward(problem, blocking, monkeypatch, n_threads=n_threads)
+            for a, b in zip(reference, out, strict=True):
+                assert np.array_equal(a, b), blocking
 
 
 def test_blocking_detects_a_wrong_wavefront(monkeypatch):
