@@ -33,13 +33,14 @@ def binding_available() -> bool:
 
 
 def release_cached_memory() -> int:
-    """Free the host memory of released wavefield stores kept for reuse.
+    """Free the host memory of released wavefield stores and wavefields kept for reuse.
 
-    Gradient runs keep their (large) wavefield store after they finish, so
-    that the next run of the same size reuses it instead of mapping and
-    zeroing fresh memory; the cache never holds more than the last runs'
-    stores, and a run that needs another size empties it first.  Call this
-    to hand that memory back (``SWEEP_STORE_CACHE=0`` turns the cache off).
+    Runs keep their large host buffers (a gradient's wavefield store, the
+    kernels' wavefields up to 1 GiB) after they finish, so that the next run
+    of the same size reuses them instead of mapping fresh memory; the cache
+    never holds more than the last runs' buffers, and a run that needs
+    another size empties it first.  Call this to hand that memory back
+    (``SWEEP_STORE_CACHE=0`` turns the cache off).
 
     Returns
     -------

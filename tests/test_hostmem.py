@@ -1,5 +1,6 @@
 """Host buffers of the compiled kernels: zero-filled, and at the page offsets asked for."""
 
+import ctypes
 import inspect
 
 import numpy as np
@@ -121,10 +122,62 @@ def test_gradient_ignores_what_a_reused_store_held(empty_cache, monkeypatch):
     monkeypatch.setenv("SWEEP_STORE_CACHE", "1")
     _gradient(problem)
     assert _hostmem.cached_bytes() > 0  # the store of that run is cached ...
-    poisoned = list(_hostmem._cache)
+    poisoned = list(_hostmem._stores.regions)
     for region in poisoned:  # ... and poisoned before the next run reuses it
         np.frombuffer(region, dtype=np.float32)[:] = np.nan
     got = _gradient(problem)
-    assert any(r is p for r in _hostmem._cache for p in poisoned)  # it was reused
+    assert any(r is p for r in _hostmem._stores.regions for p in poisoned)  # it was reused
     assert np.array_equal(got, reference)
     assert np.abs(reference).max() > 0
+
+
+def test_a_view_keeps_its_mapping_out_of_the_cache(empty_cache):
+    a = _hostmem.zeros((3, 1100, 1000), np.float32, phase=1088)
+    view = a[1, 5:]
+    del a
+    assert _hostmem.cached_bytes() == 0  # the view still uses the memory
+    view[...] = 7
+    b = _hostmem.zeros((3, 1100, 1000), np.float32, phase=1088)
+    assert not b.any() and (view == 7).all()  # b got a fresh mapping
+    del view
+    assert _hostmem.cached_bytes() > 0
+    del b
+
+
+def _big_forward_problem():
+    # 3D fields of 108^3 floats (5 MB each): large enough to be cached.
+    problem = random_problem(3, np.float32, nt=12, accuracy=8)
+    problem["v"] = np.full((60, 60, 60), 2000.0, np.float32)
+    problem["source_locations"] = np.array([[[30, 30, 30]]])
+    problem["receiver_locations"] = np.array([[[5, 30, x] for x in range(0, 60, 6)]])
+    problem["source_amplitudes"] = problem["source_amplitudes"][:1, :1]
+    problem["pml_width"] = 20
+    return problem
+
+
+def _address(region):
+    return ctypes.addressof(ctypes.c_byte.from_buffer(region))
+
+
+def test_forward_reuses_fields_and_zeroes_them(empty_cache, monkeypatch):
+    problem = _big_forward_problem()
+    monkeypatch.setenv("SWEEP_STORE_CACHE", "0")
+    reference = sweep.acoustic(**problem, impl="c", n_threads=1)
+    monkeypatch.setenv("SWEEP_STORE_CACHE", "1")
+    first = sweep.acoustic(**problem, impl="c", n_threads=1)
+    kept = first.state["u"][0, 3:]  # a view of a field the result hands out
+    kept_copy = kept.copy()
+    del first
+    poisoned = list(_hostmem._fields.regions)
+    assert len(poisoned) > 2  # the fields nobody holds went back to the cache ...
+    spans = [(_address(r), _address(r) + len(r)) for r in poisoned]
+    for region in poisoned:  # ... and are poisoned before the next run reuses them
+        np.frombuffer(region, dtype=np.float32)[:] = np.nan
+    second = sweep.acoustic(**problem, impl="c", n_threads=1)
+    fields = [second.state["u"], second.state["u_prev"], *second.state["zeta"]]
+    reused = [f for f in fields if any(lo <= f.ctypes.data < hi for lo, hi in spans)]
+    assert len(reused) >= 2
+    assert np.array_equal(second.receivers, reference.receivers)
+    for key in ("u", "u_prev"):
+        assert np.array_equal(second.state[key], reference.state[key])
+    assert np.array_equal(kept, kept_copy)  # the field still viewed was not reused
