@@ -881,6 +881,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush=True,
     )
     print(f"sweep imported from {machine['sweep_from']}", flush=True)
+    checkout = Path(__file__).resolve().parents[1] / "sweep"
+    if checkout.is_dir() and Path(machine["sweep_from"]).resolve() != checkout:
+        print(
+            f"WARNING: not the checkout this script lives in ({checkout}); run with "
+            "PYTHONPATH=<checkout> (or an editable install) to measure it",
+            file=sys.stderr,
+            flush=True,
+        )
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_acoustic_") as tmp:
         for case in cases:
