@@ -80,12 +80,17 @@ def _map(nbytes: int) -> mmap.mmap:
     return region
 
 
-def _view(region: mmap.mmap, shape: tuple[int, ...], dtype: np.dtype, pad: int) -> np.ndarray:
-    """Return ``shape`` x ``dtype`` at byte ``pad`` of a new mapping, tracked for tracemalloc."""
-    out = np.frombuffer(region, dtype=dtype, count=math.prod(shape), offset=pad).reshape(shape)
+def _track_mapping(region: mmap.mmap, out: np.ndarray) -> None:
+    """Register ``out``, the first array over a new mapping, with tracemalloc until unmapped."""
     address = out.ctypes.data
     _track(address, out.nbytes)
     weakref.finalize(region, _untrack, address)
+
+
+def _view(region: mmap.mmap, shape: tuple[int, ...], dtype: np.dtype, pad: int) -> np.ndarray:
+    """Return ``shape`` x ``dtype`` at byte ``pad`` of a new mapping, tracked for tracemalloc."""
+    out = np.frombuffer(region, dtype=dtype, count=math.prod(shape), offset=pad).reshape(shape)
+    _track_mapping(region, out)
     return out
 
 
@@ -230,9 +235,10 @@ def _cached(
     reused = region is not None
     if region is None:
         region = _map(size)
-        _view(region, shape, dtype, pad)  # tracks the mapping for tracemalloc
     owner = (ctypes.c_byte * size).from_buffer(region)
     out = np.frombuffer(owner, dtype=dtype, count=math.prod(shape), offset=pad).reshape(shape)
+    if not reused:
+        _track_mapping(region, out)
     done = weakref.finalize(owner, pool.give, region)
     done.atexit = False
     return out, reused

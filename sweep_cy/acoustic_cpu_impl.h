@@ -294,6 +294,11 @@ static inline void SWEEP_FN(blocked_item)(const sweep_acoustic_params *p,
   }
 }
 
+/* Stages of a block of nb steps: the last step's last group runs in the last one. */
+static inline sweep_int SWEEP_FN(stage_count)(const sweep_blocking *b, sweep_int nb) {
+  return b->n_groups + (nb - 1) * b->lag;
+}
+
 /* Steps s of a block of nb steps with a plane group in stage k (0 <= k - s lag < n_groups). */
 static inline void SWEEP_FN(stage_steps)(const sweep_blocking *b, sweep_int nb, sweep_int k,
                                          sweep_int *s_lo, sweep_int *s_hi) {
@@ -315,20 +320,22 @@ static inline void SWEEP_FN(stage_steps)(const sweep_blocking *b, sweep_int nb, 
  *     previous block's last steps computed or read that far up in y).
  * Tiles lean back by h rows per step, so a later step of the previous tile
  * never touches rows of this tile: the previous tile may run ahead freely.
- * Used when every thread can have a tile (threads <= tiles per block).
+ * Returns 0, having done nothing, when its progress counters get no memory.
  * 3D benchmark (128^3 + CPML 20, order 8, 1 shot, 2 threads), where the
  * shared stages spent 17 % of the time in OpenMP barriers: 6.06-6.34 ->
  * 5.50-5.65 ms per step (best of 6, interleaved; medians 6.8-7.0 -> 5.8-6.3).
  */
-static void SWEEP_FN(forward_pipelined)(const sweep_acoustic_params *p,
-                                        const sweep_acoustic_fields *f, const sweep_point *src,
-                                        const sweep_point *rec, sweep_int t0, sweep_int n_steps,
-                                        int n_threads, sweep_progress *done) {
-  const sweep_blocking b = SWEEP_FN(blocking)(p);
+static int SWEEP_FN(forward_pipelined)(const sweep_acoustic_params *p,
+                                       const sweep_acoustic_fields *f, const sweep_blocking *bp,
+                                       const sweep_point *src, const sweep_point *rec,
+                                       sweep_int t0, sweep_int n_steps, int n_threads) {
+  const sweep_blocking b = *bp;
   const sweep_int T = b.steps, nty = b.n_ytiles;
   const sweep_int n_tasks = (n_steps + T - 1) / T * nty;
-  const sweep_int full_stages = b.n_groups + (T - 1) * b.lag;
+  const sweep_int full_stages = SWEEP_FN(stage_count)(&b, T);
   const sweep_int reach = (T * SWEEP_H + b.tile - 1) / b.tile;
+  sweep_progress *done = sweep_progress_new(n_tasks);
+  if (!done) return 0;
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
 #pragma omp parallel num_threads(n_threads)
@@ -338,7 +345,7 @@ static void SWEEP_FN(forward_pipelined)(const sweep_acoustic_params *p,
     for (sweep_int j = tid; j < n_tasks; j += nth) {
       const sweep_int blk = j / nty, tile = j % nty, tb = t0 + blk * T;
       const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
-      const sweep_int n_stages = b.n_groups + (nb - 1) * b.lag;
+      const sweep_int n_stages = SWEEP_FN(stage_count)(&b, nb);
       if (blk > 0) {
         const sweep_int last = tile + reach < nty - 1 ? tile + reach : nty - 1;
         for (sweep_int t = 0; t <= last; ++t) sweep_wait(&done[(blk - 1) * nty + t], full_stages);
@@ -356,6 +363,8 @@ static void SWEEP_FN(forward_pipelined)(const sweep_acoustic_params *p,
     }
     sweep_restore_fp(fp_state);
   }
+  free(done);
+  return 1;
 }
 
 static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
@@ -363,15 +372,10 @@ static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
                                       const sweep_point *rec, sweep_int t0, sweep_int n_steps,
                                       int n_threads) {
   const sweep_blocking b = SWEEP_FN(blocking)(p);
-  if (SWEEP_NDIM == 3 && n_threads <= b.n_ytiles) {
-    const sweep_int n_tasks = (n_steps + b.steps - 1) / b.steps * b.n_ytiles;
-    sweep_progress *done = sweep_progress_new(n_tasks);
-    if (done) {
-      SWEEP_FN(forward_pipelined)(p, f, src, rec, t0, n_steps, n_threads, done);
-      free(done);
-      return;
-    }
-  }
+  /* Pipelined when every thread can have a tile (and its counters fit in memory). */
+  if (SWEEP_NDIM == 3 && n_threads <= b.n_ytiles &&
+      SWEEP_FN(forward_pipelined)(p, f, &b, src, rec, t0, n_steps, n_threads))
+    return;
   const sweep_int T = b.steps;
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
@@ -380,7 +384,7 @@ static void SWEEP_FN(forward_blocked)(const sweep_acoustic_params *p,
     const unsigned int fp_state = sweep_flush_denormals();
     for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
       const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
-      const sweep_int n_stages = b.n_groups + (nb - 1) * b.lag;
+      const sweep_int n_stages = SWEEP_FN(stage_count)(&b, nb);
       for (sweep_int tile = 0; tile < b.n_ytiles; ++tile) {
         for (sweep_int k = 0; k < n_stages; ++k) {
           /* Only the steps s with a plane group in stage k (0 <= k - s lag <
