@@ -53,29 +53,35 @@
     out = (SWEEP_R)c2[0] * (ACC(0));                                         \
     SWEEP_UNROLL                                                             \
     for (int k_ = 1; k_ <= SWEEP_H; ++k_)                                    \
-      out += (SWEEP_R)c2[k_] * ((ACC(k_)) + (ACC(-k_)));                     \
+      out = SWEEP_FMA((SWEEP_R)c2[k_], (ACC(k_)) + (ACC(-k_)), out);         \
   } while (0)
 #define SWEEP_D1(out, ACC)                                                   \
   do {                                                                       \
     out = (SWEEP_R)c1[0] * ((ACC(1)) - (ACC(-1)));                           \
     SWEEP_UNROLL                                                             \
     for (int k_ = 2; k_ <= SWEEP_H; ++k_)                                    \
-      out += (SWEEP_R)c1[k_ - 1] * ((ACC(k_)) - (ACC(-k_)));                 \
+      out = SWEEP_FMA((SWEEP_R)c1[k_ - 1], (ACC(k_)) - (ACC(-k_)), out);     \
   } while (0)
 
 /* The arithmetic that combines the tap sums, generic in the value type (a
  * scalar here and on CUDA; a whole vector of x cells in the CPU's explicit
  * vector rows, acoustic_cpu_vec.h), so every path rounds identically. */
-#define SWEEP_LEAPFROG(v2dt2, w, u, u_other) ((v2dt2) * (w) + 2 * (u) - (u_other))
+#define SWEEP_LEAPFROG(v2dt2, w, u, u_other) SWEEP_FMA((v2dt2), (w), 2 * (u) - (u_other))
 #define SWEEP_ADJ_LEAPFROG(lam, lam_prev, acc) (2 * (lam) - (lam_prev) + (acc))
-/* CPML terms of one axis (values of type T): zeta^{n+1} to zn, psi^{n+1} to pn;
- * adds t + zeta^{n+1} to w. */
-#define SWEEP_CPML_FWD(T, w, d2u, d1u, d1psi, zeta_old, psi_old, a, b, rdx, zn, pn) \
+/* One axis's share of W, t + zeta^{n+1} with t = D2 u rdx2 + D1 psi rdx, from
+ * the unscaled D2 u: added last, in one rounding, so that where psi and
+ * zeta^{n+1} are zero it is exactly the plain axis's SWEEP_W_PLAIN. */
+#define SWEEP_W_PLAIN(w, d2u, rdx2) SWEEP_FMA((d2u), (rdx2), (w))
+#define SWEEP_W_AXIS(w, d2u, rdx2, d1psi, rdx, zn) \
+  SWEEP_FMA((d2u), (rdx2), (w) + SWEEP_FMA((d1psi), (rdx), (zn)))
+/* CPML terms of one axis (values of type T; d2u unscaled): zeta^{n+1} to zn,
+ * psi^{n+1} to pn; adds t + zeta^{n+1} to w. */
+#define SWEEP_CPML_FWD(T, w, d2u, d1u, d1psi, zeta_old, psi_old, a, b, rdx, rdx2, zn, pn) \
   do {                                                                       \
-    const T t_ = (d2u) + (d1psi) * (rdx);                      \
-    zn = (b) * (zeta_old) + (a) * t_;                                        \
-    pn = (b) * (psi_old) + (a) * ((d1u) * (rdx));                            \
-    w += t_ + zn;                                                            \
+    const T t_ = SWEEP_FMA((d1psi), (rdx), (d2u) * (rdx2));                 \
+    zn = SWEEP_FMA((b), (zeta_old), (a) * t_);                               \
+    pn = SWEEP_FMA((b), (psi_old), (a) * ((d1u) * (rdx)));                   \
+    w = SWEEP_W_AXIS(w, d2u, rdx2, d1psi, rdx, zn);                          \
   } while (0)
 
 #define SWEEP_COEFFS                                                         \
@@ -113,18 +119,17 @@
     (void)s_;                                                                \
     T d2u_;                                                                  \
     SWEEP_D2(d2u_, TAP_U);                                                   \
-    d2u_ *= (rdx2);                                                          \
     if (cpml) {                                                              \
       const SWEEP_R *const ps_ = (ps);                                       \
       T d1psi_, d1u_, zn_, pn_;                                              \
       SWEEP_D1(d1psi_, TAP_PSI);                                             \
       SWEEP_D1(d1u_, TAP_U);                                                 \
       SWEEP_CPML_FWD(T, w, d2u_, d1u_, d1psi_, SWEEP_LD(zt), SWEEP_LD(ps_),  \
-                     (a), (b), (rdx), zn_, pn_);                             \
+                     (a), (b), (rdx), (rdx2), zn_, pn_);                     \
       SWEEP_ST(zt, zn_);                                                     \
       SWEEP_ST(ps_new, pn_);                                                 \
     } else {                                                                 \
-      w += d2u_;                                                             \
+      w = SWEEP_W_PLAIN(w, d2u_, (rdx2));                                    \
     }                                                                        \
   } while (0)
 
@@ -157,13 +162,13 @@
       SWEEP_D2(d2z_, TAP_AZ);                                                \
       SWEEP_D1(d1z_, TAP_AZ);                                                \
       SWEEP_D1(d1p_, TAP_AP);                                                \
-      acc += (d2g_ + d2z_) * (rdx2) - d1p_ * (rdx);                          \
-      SWEEP_ST(P_new, (b) * SWEEP_LD(p_) - (d1g_ + d1z_) * (rdx));          \
+      acc = SWEEP_FMA(d2g_ + d2z_, (rdx2), SWEEP_FMA(-d1p_, (rdx), acc));    \
+      SWEEP_ST(P_new, SWEEP_FMA(-(d1g_ + d1z_), (rdx), (b) * SWEEP_LD(p_)));  \
       SWEEP_ST(Z_new, (b) * (SWEEP_LD(z_) + (gi)));                          \
     } else {                                                                 \
       T d2g_;                                                                \
       SWEEP_D2(d2g_, TAP_G);                                                 \
-      acc += d2g_ * (rdx2);                                                  \
+      acc = SWEEP_FMA(d2g_, (rdx2), acc);                                    \
     }                                                                        \
   } while (0)
 
@@ -215,9 +220,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_model_point)(const sweep_acoustic_params *p
     SWEEP_D1(d1psi, ACC_PSI);
 #undef ACC_U
 #undef ACC_PSI
-    d2u *= (SWEEP_R)p->rdx2[d];
-    const SWEEP_R t = d2u + d1psi * (SWEEP_R)p->rdx[d];
-    w += t;
+    w = SWEEP_W_AXIS(w, d2u, (SWEEP_R)p->rdx2[d], d1psi, (SWEEP_R)p->rdx[d], (SWEEP_R)0);
   }
   return w;
 }
@@ -242,10 +245,9 @@ SWEEP_HD void SWEEP_FN(acoustic_recon_point)(const sweep_acoustic_params *p,
 #define ACC_U(k) u[i + (k) * s]
     SWEEP_D2(d2u, ACC_U);
 #undef ACC_U
-    d2u *= (SWEEP_R)p->rdx2[d];
-    w += d2u;
+    w = SWEEP_W_PLAIN(w, d2u, (SWEEP_R)p->rdx2[d]);
   }
-  grad[i] += lam[i] * w;
+  grad[i] = SWEEP_FMA(lam[i], w, grad[i]);
   u_next[i] = SWEEP_LEAPFROG(v2dt2[i], w, u[i], u_next[i]);
 }
 

@@ -10,6 +10,8 @@
 #undef SWEEP_LEAPFROG
 #undef SWEEP_ADJ_LEAPFROG
 #undef SWEEP_CPML_FWD
+#undef SWEEP_W_PLAIN
+#undef SWEEP_W_AXIS
 #undef SWEEP_LD
 #undef SWEEP_ST
 #undef SWEEP_TAP_U_

@@ -29,6 +29,18 @@ typedef long long sweep_int;
 #define SWEEP_UNROLL _Pragma("GCC unroll 8")
 #endif
 
+/* SWEEP_FMA(x, y, z) = x * y + z, where the stencil may fuse it into one
+ * rounding.  The CPU build defines it first (sweep_cy/acoustic_cpu_fma.h:
+ * fused for scalars and vector rows alike where the target has FMA, so both
+ * round identically); CUDA fuses, like nvcc's own contraction. */
+#ifndef SWEEP_FMA
+#ifdef __CUDACC__
+#define SWEEP_FMA(x, y, z) fma((x), (y), (z))
+#else
+#define SWEEP_FMA(x, y, z) ((x) * (y) + (z))
+#endif
+#endif
+
 #define SWEEP_CAT_(a, b) a##b
 #define SWEEP_CAT(a, b) SWEEP_CAT_(a, b)
 #define SWEEP_CAT3(a, b, c) SWEEP_CAT(SWEEP_CAT(a, b), c)

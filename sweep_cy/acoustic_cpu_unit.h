@@ -17,6 +17,7 @@
 #endif
 
 #include "fd_coeffs.h"
+#include "acoustic_cpu_fma.h"
 #include "sweep_common.h"
 #include "acoustic_cpu.h"
 

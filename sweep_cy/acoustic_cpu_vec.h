@@ -165,19 +165,22 @@ static inline __attribute__((always_inline)) void SWEEP_FN(tail_save)(SWEEP_R *d
 
 /* Forward update of one vector of cells, x .. x + VL - 1 at flat index i:
  * up and zt[d] point at the cells' u^{n-1} (u^{n+1} is written there) and
- * zeta of axis d (updated in place), wv (when not NULL) receives W^n. */
+ * zeta of axis d (updated in place), wv (when not NULL) receives W^n.  ra,
+ * rb: the row's CPML a and b of the outer axes, read once per row (through
+ * pa and pb the compiler reloaded them every vector, as a store might have
+ * changed them). */
 static inline __attribute__((always_inline)) void SWEEP_FN(fwd_vec)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *up,
     SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zt, const SWEEP_R *const *pa,
-    const SWEEP_R *const *pb, SWEEP_R *wv, const sweep_int *c, sweep_int i, sweep_int x,
-    const SWEEP_FN(window) uw, const SWEEP_FN(window) pw, const int mask) {
+    const SWEEP_R *const *pb, const SWEEP_R *ra, const SWEEP_R *rb, SWEEP_R *wv, sweep_int i,
+    sweep_int x, const SWEEP_FN(window) uw, const SWEEP_FN(window) pw, const int mask) {
   typedef SWEEP_FN(vec) V;
   SWEEP_COEFFS;
   V w = {0};
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 2; ++d)
-    SWEEP_FWD_AXIS(V, w, u + i, psi[d] + i, psi_new[d] + i, zt[d], pa[d][c[d]], pb[d][c[d]],
-                   p->stride[d], (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d], mask & (1 << d));
+    SWEEP_FWD_AXIS(V, w, u + i, psi[d] + i, psi_new[d] + i, zt[d], ra[d], rb[d], p->stride[d],
+                   (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d], mask & (1 << d));
   /* The x axis: the same terms with the taps taken from the windows. */
   SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_XU_, SWEEP_TAP_XPSI_, V, w, u + i, psi[2] + i, psi_new[2] + i,
                       zt[2], SWEEP_FN(vld)(pa[2] + x), SWEEP_FN(vld)(pb[2] + x), 1,
@@ -202,6 +205,12 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
   const SWEEP_R *row = u + base;
   const SWEEP_R *psi_row = mask & 4 ? psi[2] + base : row;
   if (x1 - x0 < SWEEP_VL) return x0;
+  SWEEP_R ra[2] = {0, 0}, rb[2] = {0, 0};
+  for (int d = SWEEP_FIRST_AXIS; d < 2; ++d)
+    if (mask & (1 << d)) {
+      ra[d] = pa[d][c[d]];
+      rb[d] = pb[d][c[d]];
+    }
   /* The tail first, on copies of its in-place fields (the loop below still
    * needs their old values); the copies go into the row at the end. */
   const sweep_int xt = x1 - SWEEP_VL;
@@ -225,8 +234,8 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
       pw = SWEEP_FN(window_at)(psi_row, xt);
       SWEEP_FN(window_next)(&pw, psi_row, xt, nx);
     }
-    SWEEP_FN(fwd_vec)(p, v2dt2, u, tb.v[3], psi, psi_new, zt, pa, pb, wrow ? wrow + xt : NULL,
-                      c, i, xt, uw, pw, mask);
+    SWEEP_FN(fwd_vec)(p, v2dt2, u, tb.v[3], psi, psi_new, zt, pa, pb, ra, rb,
+                      wrow ? wrow + xt : NULL, i, xt, uw, pw, mask);
   }
   sweep_int x = x0;
   SWEEP_FN(window) uw = SWEEP_FN(window_at)(row, x);
@@ -237,8 +246,8 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
     const sweep_int i = base + x;
     SWEEP_R *zt[3];
     for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) zt[d] = zeta[d] + i;
-    SWEEP_FN(fwd_vec)(p, v2dt2, u, u_prev + i, psi, psi_new, zt, pa, pb, wrow ? wrow + x : NULL,
-                      c, i, x, uw, pw, mask);
+    SWEEP_FN(fwd_vec)(p, v2dt2, u, u_prev + i, psi, psi_new, zt, pa, pb, ra, rb,
+                      wrow ? wrow + x : NULL, i, x, uw, pw, mask);
     SWEEP_FN(window_slide)(&uw);
     SWEEP_FN(window_slide)(&pw);
   }
@@ -354,7 +363,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(recon_vec)(
     SWEEP_FWD_AXIS(V, w, u + i, NULL, NULL, NULL, 0, 0, p->stride[d], 0, (SWEEP_R)p->rdx2[d], 0);
   SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_XU_, SWEEP_TAP_XU_, V, w, u + i, NULL, NULL, NULL, 0, 0, 1, 0,
                       (SWEEP_R)p->rdx2[2], 0);
-  SWEEP_FN(vst)(gr, SWEEP_FN(vld)(gr) + SWEEP_FN(vld)(lam + i) * w);
+  SWEEP_FN(vst)(gr, SWEEP_FMA(SWEEP_FN(vld)(lam + i), w, SWEEP_FN(vld)(gr)));
   SWEEP_FN(vst)(un, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, uw.cur, SWEEP_FN(vld)(un)));
 }
 
