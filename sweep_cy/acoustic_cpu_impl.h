@@ -118,10 +118,26 @@ static inline sweep_int SWEEP_FN(store_slot)(const sweep_acoustic_params *p, swe
  * edges first and the middle after, the 3D benchmark took 3.86-3.93 s
  * instead of 3.24-3.34 s (benchmarks/README.md).  Needs p, h and x_end in
  * scope. */
-#define SWEEP_ROW_IN_ORDER(ROW, m)           \
+#define SWEEP_ROW_IN_ORDER(ROW, m, AHEAD)    \
   ROW(h, p->plain_lo[2], (m) | 4);           \
+  AHEAD;                                     \
   ROW(p->plain_lo[2], p->plain_hi[2], m);    \
   ROW(p->plain_hi[2], x_end, (m) | 4)
+
+/* Prefetches the cells [x0, x1) of a row of f (when not NULL) into cache.
+ * The row's high x-CPML segment reads its auxiliary fields where the row's
+ * plain middle did not: the hardware prefetcher, following the middle's
+ * streams, leaves them to miss (~9 % of the 3D forward's samples sat on the
+ * first loads of that segment).  Issued before the middle, which hides them.
+ * 3D only: the 2D forward (order 8) measured no gain (0.154-0.160 s without,
+ * 0.163-0.169 with; within noise). */
+static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_cells)(const SWEEP_R *f,
+                                                                           sweep_int x0,
+                                                                           sweep_int x1) {
+  if (!f) return;
+  const sweep_int line = 64 / (sweep_int)sizeof(SWEEP_R);
+  for (sweep_int x = x0; x < x1 + line; x += line) __builtin_prefetch(f + (x < x1 ? x : x1 - 1));
+}
 
 /* CPML mask of the outer axes (z, y) of a row. */
 static inline int SWEEP_FN(row_mask)(const sweep_acoustic_params *p, sweep_int z, sweep_int y) {
@@ -143,8 +159,17 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_full_row)(
   const int outer = SWEEP_FN(row_mask)(p, z, y);
 #define SWEEP_FWD_ROW(x0, x1, m) \
   SWEEP_FN(fwd_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, x0, x1, m)
-#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_FWD_ROW, m)
+  /* The high x-CPML segment's psi window reaches a vector (<= a line) below it. */
+  const sweep_int xa = p->plain_hi[2] - 64 / (sweep_int)sizeof(SWEEP_R), xb = p->shape[2];
+#define SWEEP_FWD_AHEAD                                                  \
+  if (SWEEP_NDIM == 3) {                                                 \
+    SWEEP_FN(prefetch_cells)(psi[2] + base, xa, xb);                     \
+    SWEEP_FN(prefetch_cells)(zeta[2] + base, xa, xb);                    \
+    SWEEP_FN(prefetch_cells)(psi_new[2] + base, xa, xb);                 \
+  }
+#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_FWD_ROW, m, SWEEP_FWD_AHEAD)
   SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
+#undef SWEEP_FWD_AHEAD
 #undef SWEEP_FWD_ROW
 #undef SWEEP_ROW_SEGMENTS
 }
@@ -683,7 +708,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
 #define SWEEP_ADJ_ROW(x0, x1, m)                                                             \
   SWEEP_FN(adj_row)(p, g_all + off, lam_s, lam_prev + off, P, Pn, Z, Zn, pa, pb, base, z, y, x0, \
                     x1, m)
-#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_ADJ_ROW, m)
+#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_ADJ_ROW, m, (void)0)
             SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
 #undef SWEEP_ADJ_ROW
 #undef SWEEP_ROW_SEGMENTS
