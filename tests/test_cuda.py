@@ -42,6 +42,13 @@ def test_cuda_sources_compile(tmp_path, ndim, order, dtype):
             check=False,
         )
         assert proc.returncode == 0, proc.stderr
+        # SWEEP_FMA must resolve to the kernel's own precision: float32 code
+        # that fused in double (or converted to it) would be slow and round
+        # unlike the CPU.
+        ptx = (tmp_path / "out.ptx").read_text()
+        own, other = ("f32", "f64") if dtype == np.float32 else ("f64", "f32")
+        assert f"fma.rn.{own}" in ptx, cu.name
+        assert f"fma.rn.{other}" not in ptx and "cvt.f64.f32" not in ptx, cu.name
 
 
 def _gpu_available() -> bool:
