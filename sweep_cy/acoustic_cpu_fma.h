@@ -24,7 +24,8 @@ typedef double sweep_f64x4 __attribute__((vector_size(32)));
   static inline __attribute__((always_inline)) T name(T x, T y, T z) { return expr; }
 SWEEP_FMA_DEF_(sweep_fma_f32, float, __builtin_fmaf(x, y, z))
 SWEEP_FMA_DEF_(sweep_fma_f64, double, __builtin_fma(x, y, z))
-SWEEP_FMA_DEF_(sweep_fma_f32x4, sweep_f32x4, (sweep_f32x4)_mm_fmadd_ps((__m128)x, (__m128)y, (__m128)z))
+SWEEP_FMA_DEF_(sweep_fma_f32x4, sweep_f32x4,
+               (sweep_f32x4)_mm_fmadd_ps((__m128)x, (__m128)y, (__m128)z))
 SWEEP_FMA_DEF_(sweep_fma_f32x8, sweep_f32x8,
                (sweep_f32x8)_mm256_fmadd_ps((__m256)x, (__m256)y, (__m256)z))
 SWEEP_FMA_DEF_(sweep_fma_f64x2, sweep_f64x2,

@@ -135,7 +135,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_cells)(const
                                                                            sweep_int x0,
                                                                            sweep_int x1) {
   if (!f) return;
-  const sweep_int line = 64 / (sweep_int)sizeof(SWEEP_R);
+  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
   for (sweep_int x = x0; x < x1 + line; x += line) __builtin_prefetch(f + (x < x1 ? x : x1 - 1));
 }
 
@@ -160,7 +160,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_full_row)(
 #define SWEEP_FWD_ROW(x0, x1, m) \
   SWEEP_FN(fwd_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, x0, x1, m)
   /* The high x-CPML segment's psi window reaches a vector (<= a line) below it. */
-  const sweep_int xa = p->plain_hi[2] - 64 / (sweep_int)sizeof(SWEEP_R), xb = p->shape[2];
+  const sweep_int xa = p->plain_hi[2] - SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
+  const sweep_int xb = p->shape[2];
 #define SWEEP_FWD_AHEAD                                                  \
   if (SWEEP_NDIM == 3) {                                                 \
     SWEEP_FN(prefetch_cells)(psi[2] + base, xa, xb);                     \

@@ -94,11 +94,14 @@ typedef struct sweep_blocking {
   sweep_int chunk, n_chunks;    /* rows per work item of a tile and step; items */
 } sweep_blocking;
 
+/* Bytes per cache line of the CPUs the kernels target (x86, most ARM). */
+#define SWEEP_CACHE_LINE 64
+
 /* The stages a task of the pipelined blocked forward has finished, on a
  * cache line of its own (the two threads bump neighbouring counters). */
 typedef struct sweep_progress {
   sweep_int done;
-  char pad[64 - sizeof(sweep_int)];
+  char pad[SWEEP_CACHE_LINE - sizeof(sweep_int)];
 } sweep_progress;
 
 /* n zeroed counters, or NULL without memory. */
