@@ -19,11 +19,12 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import time
 from typing import Any
 
 import numpy as np
 
-from . import _hostmem
+from . import _blocking, _hostmem
 from ._grid import Geometry
 from ._params import ACOUSTIC_FIELDS
 
@@ -121,42 +122,6 @@ class AdjState:
         self.recon: Any = None  # u^t
 
 
-def time_blocking(geom: Geometry, n_threads: int) -> tuple[int, int, int]:
-    """Temporal blocking of the CPU forward kernel: (steps, plane group, y tile).
-
-    Forward steps that store nothing advance ``steps`` at a time in one sweep
-    along the outermost axis (see ``forward_blocked`` in
-    ``sweep_cy/acoustic_cpu_impl.h``); ``steps`` 1 is off.  Measured on 2
-    threads (benchmarks/README.md): 3D 168^3 without CPML 4.1 -> 3.2 ms per
-    step, 3D 128^3 with CPML 10-11 -> 9.2 ms.  8 steps in y tiles of 64 rows
-    (instead of 4 in tiles of 32) took the 3D benchmark (128^3 + CPML, 500
-    steps) from 4.6-5.4 to 4.1-4.9 s on 2 threads and from 7.7-7.8 to
-    6.2-6.5 s on one.  2D runs unblocked: one shot's 2D step fits in the
-    last-level cache, and since the vector rows the blocked 2D forward
-    (300 x 1000, 4 shots) is no faster (1 thread 0.82 ms per step blocked,
-    0.77 unblocked).  Steps that fit in the caches gain nothing either and
-    run unblocked.  Tiles of 48 rows rather than 64 since each thread runs
-    whole tiles (``forward_pipelined``): 4 tiles per block for 2 threads,
-    5.4-5.9 -> 4.8-5.3 ms per step on the 3D benchmark.
-    ``SWEEP_TIME_BLOCKING="steps,group,tile"`` overrides the choice (tuning).
-    """
-    env = os.environ.get("SWEEP_TIME_BLOCKING")
-    if env:
-        try:
-            steps, group, tile = (int(x) for x in env.split(","))
-        except ValueError:
-            raise ValueError(
-                f"SWEEP_TIME_BLOCKING must be three integers 'steps,group,tile', got {env!r}"
-            ) from None
-        return max(steps, 1), max(group, 1), max(tile, 1)
-    step_bytes = geom.n_shots * geom.shot_stride * 12  # u, u_prev, v^2 dt^2 at float32
-    if step_bytes < _BLOCKING_MIN_BYTES:
-        return 1, 1, 1
-    if geom.ndim == 2:
-        return 1, 1, 1
-    return 8, 1, 48
-
-
 def simd_rows() -> int:
     """1 when the CPU kernels run plain x ranges in explicit-vector rows.
 
@@ -169,10 +134,6 @@ def simd_rows() -> int:
     if env not in ("0", "1"):
         raise ValueError(f"SWEEP_SIMD_ROWS must be 0 or 1, got {env!r}")
     return int(env)
-
-
-# A step whose fields fit comfortably in the last-level cache gains nothing.
-_BLOCKING_MIN_BYTES = 8 << 20
 
 
 def _max_threads() -> int:
@@ -317,7 +278,7 @@ class CompiledAcoustic:
             out["rec_groups"] = self._rec_groups()
             out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
         if xp is np:
-            steps, group, tile = time_blocking(g, self.n_threads or _max_threads())
+            steps, group, tile = _blocking.time_blocking(g, self.n_threads or _max_threads())
             out["params"]["block_steps"] = steps
             out["params"]["block_group"] = group
             out["params"]["block_tile"] = tile
@@ -392,6 +353,38 @@ class CompiledAcoustic:
         """
         if n <= 0:
             return
+        tuner = None
+        if self.xp is np and store is None and band_u is None:
+            tuner = _blocking.tuner_for(
+                self.geom, self.dtype.name, self.n_threads or _max_threads()
+            )
+        if tuner is None:
+            self._forward_call(state, v2dt2, amp, t0, n, receivers, store, store_every,
+                               band_u, band_w)  # fmt: skip
+            return
+        t, end = t0, t0 + n
+        while t < end:
+            blocking, k, _ = tuner.next_piece(end - t)
+            start = time.perf_counter()
+            self._forward_call(state, v2dt2, amp, t, k, receivers, None, 1, None, None, blocking)
+            tuner.record(blocking, k, time.perf_counter() - start)
+            t += k
+
+    def _forward_call(
+        self,
+        state: FwdState,
+        v2dt2: Any,
+        amp: Any,
+        t0: int,
+        n: int,
+        receivers: Any,
+        store: Any,
+        store_every: int,
+        band_u: Any,
+        band_w: Any,
+        blocking: tuple[int, int, int] | None = None,
+    ) -> None:
+        """One kernel call of :meth:`forward_steps`, under ``blocking`` when given."""
         g = self.geom
         f = _Fields()
         self._common(f, v2dt2, amp)
@@ -408,6 +401,8 @@ class CompiledAcoustic:
             f.set("band_u", band_u)
             f.set("band_w", band_w)
         params = self._params(store_every, band_u is not None)
+        if blocking is not None:
+            params["block_steps"], params["block_group"], params["block_tile"] = blocking
         self._run(g.ndim, g.order, self.dtype == np.float64, False, params, f.rec, t0, n,
                   self.n_threads)  # fmt: skip
         if n % 2:

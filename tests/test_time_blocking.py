@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import sweep
-from sweep._compiled import time_blocking
+from sweep import _blocking
+from sweep._blocking import BlockingTuner, time_blocking
 from sweep._grid import Geometry
 from sweep.testing import random_problem
 
@@ -117,3 +118,82 @@ def test_blocking_choice(monkeypatch):
     monkeypatch.setenv("SWEEP_TIME_BLOCKING", "fast")
     with pytest.raises(ValueError, match="SWEEP_TIME_BLOCKING"):
         time_blocking(_geometry((40, 40, 40)), 2)
+
+
+def test_tuner_schedule_and_choice():
+    """Warm-up untimed, candidates in order then reversed, pieces split across calls."""
+    cands = [(8, 1, 48), (4, 1, 24), (1, 1, 1)]
+    tuner = BlockingTuner(cands, (8, 1, 48), trial_steps=4, rounds=2)
+    speed = {(8, 1, 48): 3.0, (4, 1, 24): 1.0, (1, 1, 1): 2.0}  # seconds per step
+    seen = []
+    calls = [3, 5, 2, 7, 11, 9, 100]
+    for n in calls:
+        left = n
+        while left:
+            blocking, k, timed = tuner.next_piece(left)
+            assert 0 < k <= left
+            seen.append((blocking, k, timed))
+            if timed:
+                tuner.record(blocking, k, k * speed[blocking])
+            else:
+                tuner.record(blocking, k, 0.0)
+            left -= k
+    assert tuner.done and tuner.best == (4, 1, 24)
+    assert tuner.rates == {c: [speed[c], speed[c]] for c in cands}
+    # Warm-up first and untimed; then 4 steps of each candidate per round.
+    order = [b for b, _, t in seen if t]
+    assert seen[0] == ((8, 1, 48), 3, False) and seen[1][2] is False
+    steps_per = {}
+    for b, k, t in seen:
+        if t:
+            steps_per[b] = steps_per.get(b, 0) + k
+    assert steps_per == {c: 8 for c in cands}
+    firsts = [b for i, b in enumerate(order) if i == 0 or order[i - 1] != b]
+    assert firsts == cands + cands[::-1][1:] or firsts == cands + cands[::-1]
+    assert seen[-1] == ((4, 1, 24), seen[-1][1], False)
+
+
+def test_tuner_ignores_a_stale_record():
+    tuner = BlockingTuner([(2, 1, 8), (1, 1, 1)], (2, 1, 8), trial_steps=2, rounds=1)
+    blocking, k, _ = tuner.next_piece(10)
+    tuner.record((1, 1, 1), k, 1.0)  # not the schedule's entry: dropped
+    assert tuner.next_piece(10) == (blocking, k, False)
+
+
+@pytest.mark.parametrize("ndim", (2, 3))
+def test_tuned_forward_is_bitwise_fixed(ndim, monkeypatch):
+    """A forward large enough to tune runs its trials on real steps, split
+    into odd-length pieces (buffer swaps between pieces), with the result of
+    a fixed blocking; the next run of that size uses the tuned choice."""
+    monkeypatch.setattr(_blocking, "_TUNERS", {})
+    monkeypatch.setattr(_blocking, "TRIAL_STEPS", 3)
+    problem = random_problem(ndim, np.float32, n_shots=1, n_src=2, n_rec=4, nt=41, accuracy=2)
+    shape = (80, 80, 80) if ndim == 3 else (700, 1000)
+    problem["v"] = np.full(shape, 1500.0, np.float32)
+    problem["pml_width"] = 5
+    src = [[40, 40, 40], [10, 70, 33]]
+    rec = [[k * 20 % 80, 5 + k, 79 - k] for k in range(4)]
+    problem["source_locations"] = np.array([[p[:ndim] for p in src]])
+    problem["receiver_locations"] = np.array([[p[-ndim:] for p in rec]])
+    reference = _forward(problem, "1,1,1", monkeypatch, n_threads=2)
+    monkeypatch.delenv("SWEEP_TIME_BLOCKING")
+    out = sweep.acoustic(**problem, impl="c", n_threads=2)
+    (tuner,) = _blocking._TUNERS.values()
+    assert tuner.done  # 1 + 2 * (3 or 5) entries of 3 steps <= 41
+    monkeypatch.setenv("SWEEP_TIME_BLOCKING", "auto")
+    for _ in range(2):
+        state = _forward(problem, "auto", monkeypatch, n_threads=2)
+        for a, b in zip(reference, state, strict=True):
+            assert np.array_equal(a, b)
+    assert np.array_equal(out.receivers, reference[0])
+    assert len(_blocking._TUNERS) == 1
+
+
+def test_fixed_blocking_turns_tuning_off(monkeypatch):
+    monkeypatch.setattr(_blocking, "_TUNERS", {})
+    geom = _geometry((160, 160, 160))
+    monkeypatch.setenv("SWEEP_TIME_BLOCKING", "4,1,24")
+    assert _blocking.tuner_for(geom, "float32", 2) is None
+    monkeypatch.setenv("SWEEP_TIME_BLOCKING", "auto")
+    assert _blocking.tuner_for(geom, "float32", 2) is not None
+    assert _blocking.tuner_for(_geometry((40, 40, 40)), "float32", 2) is None
