@@ -635,6 +635,15 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
   free(rbuf);
 }
 
+/* g = v^2 dt^2 lambda on flat row r (of every shot's rows) of nx cells. */
+static inline void SWEEP_FN(adj_g_row)(const SWEEP_R *SWEEP_RESTRICT v2dt2,
+                                       const SWEEP_R *SWEEP_RESTRICT lam, SWEEP_R *SWEEP_RESTRICT g,
+                                       sweep_int r, sweep_int nx, sweep_int ss) {
+  const sweep_int o = r * nx, ov = o % ss;
+#pragma omp simd
+  for (sweep_int x = 0; x < nx; ++x) g[o + x] = SWEEP_FN(acoustic_adj_g)(v2dt2 + ov, lam + o, x);
+}
+
 /*
  * Adjoint steps t_end - 1 down to t_end - n_steps.  The model gradient comes
  * from the compact snapshots in f->store (full storage and checkpointing) or,
@@ -662,6 +671,12 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
   SWEEP_R *rbuf = SWEEP_FN(receiver_buffer)(p, f);
+  /* 2D on one thread (run_by_shot gives each thread whole shots), where the
+   * rows of a step run in order: each g row is computed just before the
+   * first stencil row that reads it, while it is still in cache, instead of
+   * in a pass over the whole field; the same values, so bitwise the same.
+   * 3D tiles revisit every plane per y tile, so 3D keeps the pass. */
+  const int rolling_g = SWEEP_NDIM == 2 && n_threads == 1;
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
@@ -681,13 +696,11 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
       const sweep_int slot = f->store && grad_all ? SWEEP_FN(store_slot)(p, t, t_begin) : -1;
       const SWEEP_R *store = slot >= 0 ? (const SWEEP_R *)f->store + slot * p->slot_shots * mc : NULL;
       /* g = v^2 dt^2 lambda once per cell (halo and ghosts included), so the
-       * stencil below reads one array per tap instead of two. */
+       * stencil below reads one array per tap instead of two: in a pass of
+       * its own, or row by row just ahead of the stencil (rolling_g). */
+      if (!rolling_g) {
 #pragma omp for schedule(static)
-      for (sweep_int r = 0; r < n_rows; ++r) {
-        const sweep_int o = r * nx, ov = o % ss;
-#pragma omp simd
-        for (sweep_int x = 0; x < nx; ++x)
-          g_all[o + x] = SWEEP_FN(acoustic_adj_g)(v2dt2 + ov, lam + o, x);
+        for (sweep_int r = 0; r < n_rows; ++r) SWEEP_FN(adj_g_row)(v2dt2, lam, g_all, r, nx, ss);
       }
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
@@ -704,6 +717,14 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
         SWEEP_R *grad = grad_all ? grad_all + off : NULL;
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
           for (sweep_int y = y0; y < y1; ++y) {
+            if (rolling_g) {
+              /* Rows y - h .. y + h - 1 are done (the first row does them). */
+              const sweep_int r0 = shot * p->shape[1];
+              if (y == h)
+                for (sweep_int r = r0; r < r0 + 2 * h; ++r)
+                  SWEEP_FN(adj_g_row)(v2dt2, lam, g_all, r, nx, ss);
+              SWEEP_FN(adj_g_row)(v2dt2, lam, g_all, r0 + y + h, nx, ss);
+            }
             const sweep_int base = z * p->stride[0] + y * p->stride[1];
             const int outer = SWEEP_FN(row_mask)(p, z, y);
 #define SWEEP_ADJ_ROW(x0, x1, m)                                                             \
