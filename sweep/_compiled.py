@@ -358,33 +358,26 @@ class CompiledAcoustic:
             tuner = _blocking.tuner_for(
                 self.geom, self.dtype.name, self.n_threads or _max_threads()
             )
+        out = {"receivers": receivers, "store": store, "store_every": store_every,
+               "band_u": band_u, "band_w": band_w}  # fmt: skip
         if tuner is None:
-            self._forward_call(state, v2dt2, amp, t0, n, receivers, store, store_every,
-                               band_u, band_w)  # fmt: skip
+            self._forward_call(state, v2dt2, amp, t0, n, out)
             return
         t, end = t0, t0 + n
         while t < end:
             blocking, k, _ = tuner.next_piece(end - t)
             start = time.perf_counter()
-            self._forward_call(state, v2dt2, amp, t, k, receivers, None, 1, None, None, blocking)
+            self._forward_call(state, v2dt2, amp, t, k, out, blocking)
             tuner.record(blocking, k, time.perf_counter() - start)
             t += k
 
-    def _forward_call(
-        self,
-        state: FwdState,
-        v2dt2: Any,
-        amp: Any,
-        t0: int,
-        n: int,
-        receivers: Any,
-        store: Any,
-        store_every: int,
-        band_u: Any,
-        band_w: Any,
-        blocking: tuple[int, int, int] | None = None,
-    ) -> None:
-        """One kernel call of :meth:`forward_steps`, under ``blocking`` when given."""
+    def _forward_call(self, state, v2dt2, amp, t0: int, n: int, out: dict, blocking=None) -> None:
+        """Run one kernel call of :meth:`forward_steps` (``out``: its output keywords).
+
+        ``blocking`` (steps, group, tile), when given, replaces the untuned choice.
+        """
+        receivers, store, store_every = out["receivers"], out["store"], out["store_every"]
+        band_u, band_w = out["band_u"], out["band_w"]
         g = self.geom
         f = _Fields()
         self._common(f, v2dt2, amp)
