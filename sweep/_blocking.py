@@ -9,9 +9,9 @@ choice is fastest depends on the CPU's caches more than on the problem:
 - AMD EPYC (family 26, 1 MiB L2 per core): 3D 8 steps in y tiles of 48 rows
   (4 steps in tiles of 32 ~10 % slower); 2D unblocked.
 - Intel Xeon (Emerald Rapids, 2 MiB L2 per core, a slower shared L3): 3D 2-8
-  steps in tiles of 16-24 rows, 24 % faster than 8 in 48 (benchmark 128^3 +
-  CPML 20, order 8, two threads: 5.4-6.1 against 7.5-7.9 ms per step); 2D
-  blocked 8 steps deep, 8-15 % faster than unblocked.
+  steps in tiles of 16-24 rows, 20-30 % less time per step than 8 in 48
+  (benchmark 128^3 + CPML 20, order 8, two threads: 5.4-6.1 against 7.5-7.9
+  ms); 2D blocked 8 steps deep, 8-15 % faster than unblocked.
 
 No cache-size rule predicts both (the working set of 8 in 48 fits neither L2),
 so a large forward tunes itself the way FFT planners and autotuning stencil
