@@ -566,7 +566,8 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
             SWEEP_R *wr = srow >= 0 || brow >= 0 ? wrow : NULL;
             SWEEP_FN(fwd_full_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb,
                                    wr, z, y);
-            if (srow >= 0) memcpy(store + shot * mc + srow, wr + mlo2, sizeof(SWEEP_R) * m2);
+            if (srow >= 0)
+              sweep_stream_copy(store + shot * mc + srow, wr + mlo2, sizeof(SWEEP_R) * m2);
             if (brow >= 0) {
               /* Band cells of this row, in band_idx order: the whole model row,
                * or its ends when the row is plain in z and y. */
@@ -629,6 +630,7 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
         psi_new_all[d] = tp;
       }
     }
+    if (wrow) sweep_stream_fence();
     free(wrow);
     sweep_restore_fp(fp_state);
   }

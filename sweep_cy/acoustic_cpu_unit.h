@@ -9,8 +9,12 @@
 #include <omp.h>
 #endif
 
+#include <stdint.h>
 #if defined(__SSE2__)
 #include <xmmintrin.h>
+#endif
+#if defined(__AVX__)
+#include <immintrin.h>
 #endif
 #if defined(__unix__) || defined(__APPLE__)
 #include <sched.h>
@@ -41,6 +45,37 @@ static inline void sweep_restore_fp(unsigned int state) {
   _mm_setcsr(state);
 #else
   (void)state;
+#endif
+}
+
+/*
+ * Copies n bytes to memory that is not read again soon (gradient snapshots,
+ * which the adjoint pass reads back long after) with non-temporal stores:
+ * they skip the read-for-ownership of each cache line and leave the caches
+ * to the wavefields.  The writing thread calls sweep_stream_fence() before
+ * another thread may read dst.
+ */
+static inline void sweep_stream_copy(void *dst, const void *src, size_t n) {
+#if defined(__AVX__)
+  char *d = (char *)dst;
+  const char *s = (const char *)src;
+  size_t head = (32 - ((uintptr_t)d & 31)) & 31;
+  if (head > n) head = n;
+  memcpy(d, s, head);
+  d += head;
+  s += head;
+  n -= head;
+  for (; n >= 32; n -= 32, d += 32, s += 32)
+    _mm256_stream_si256((__m256i *)d, _mm256_loadu_si256((const __m256i *)s));
+  memcpy(d, s, n);
+#else
+  memcpy(dst, src, n);
+#endif
+}
+
+static inline void sweep_stream_fence(void) {
+#if defined(__SSE2__)
+  _mm_sfence();
 #endif
 }
 
