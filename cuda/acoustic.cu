@@ -121,16 +121,18 @@ extern "C" __global__ void acoustic_record(const sweep_acoustic_params p,
   ((R *)f.rec)[item * p.nt + t] = ((const R *)f.u)[shot * p.shot_stride + f.rec_idx[item]];
 }
 
-/* Adjoint receiver injection: one thread per (shot, receiver cell); the
- * receivers of one cell add in receiver order (as on the CPU). */
+/* Adjoint receiver injection, in mu = v^2 dt^2 lambda: one thread per (shot,
+ * receiver cell); the receivers of one cell add in receiver order (as on the
+ * CPU). */
 extern "C" __global__ void acoustic_inject_residuals(const sweep_acoustic_params p,
                                                      const sweep_acoustic_fields f, sweep_int t) {
   const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= p.n_rec_groups) return;
   const sweep_int *grp = f.rec_groups + 4 * g;
-  R *lam_prev = (R *)f.u_prev + grp[0] * p.shot_stride + grp[1];
+  R *mu_prev = (R *)f.u_prev + grp[0] * p.shot_stride + grp[1];
+  const R v2dt2 = ((const R *)f.v2dt2)[grp[1]];
   for (sweep_int k = grp[2]; k < grp[3]; ++k)
-    *lam_prev += ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
+    *mu_prev += v2dt2 * ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
 }
 
 /* Odd mirror into the ghost rows of face (axis d, side); one thread per ghost cell. */
@@ -152,7 +154,8 @@ extern "C" __global__ void acoustic_ghosts(const sweep_acoustic_params p, R *fie
 }
 
 /*
- * Adjoint step.  slot >= 0: correlate with the compact snapshot of that slot
+ * Adjoint step, in mu = v^2 dt^2 lambda (acoustic_stencil.h).  slot >= 0:
+ * correlate with the compact snapshot of that slot
  * (full storage).  f.recon_u set: also run the forward wavefield one step
  * backwards on the plain cells, correlating there (boundary saving).
  */
@@ -172,30 +175,20 @@ extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
     pa[d] = (const R *)f.pml_a[d];
     pb[d] = (const R *)f.pml_b[d];
   }
-  const R *lam = (const R *)f.u + off;
+  const R *mu = (const R *)f.u + off;
   const int mask = sweep_pml_mask(p, c);
-  FN(acoustic_adj_point)(&p, (const R *)f.adj_g + off, lam, (R *)f.u_prev + off, P, Pn, Z, Zn,
-                         pa, pb, i, c[0], c[1], c[2], mask);
+  FN(acoustic_adj_point)(&p, (const R *)f.v2dt2, mu, (R *)f.u_prev + off, P, Pn, Z, Zn, pa, pb,
+                         i, c[0], c[1], c[2], mask);
   if (!f.grad_v2dt2) return;
   R *grad = (R *)f.grad_v2dt2 + off;
   if (f.store && slot >= 0) {
     const sweep_int m = sweep_model_index(p, c);
     if (m >= 0)
-      grad[i] += lam[i] * ((const R *)f.store)[(slot * p.n_shots + shot) * sweep_model_cells(p) + m];
+      grad[i] += mu[i] * ((const R *)f.store)[(slot * p.n_shots + shot) * sweep_model_cells(p) + m];
   }
   if (f.recon_u && !mask)
     FN(acoustic_recon_point)(&p, (const R *)f.v2dt2, (const R *)f.recon_u + off,
-                             (R *)f.recon_u_next + off, lam, grad, i);
-}
-
-/* g = v^2 dt^2 lambda of every cell of every shot, before acoustic_adjoint. */
-extern "C" __global__ void acoustic_adjoint_g(const sweep_acoustic_params p,
-                                              const sweep_acoustic_fields f) {
-  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (item >= p.n_shots * p.shot_stride) return;
-  ((R *)f.adj_g)[item] =
-      FN(acoustic_adj_g)((const R *)f.v2dt2, (const R *)f.u + item - item % p.shot_stride,
-                         item % p.shot_stride);
+                             (R *)f.recon_u_next + off, mu, grad, i);
 }
 
 /* Boundary saving, adjoint: correlate the band's saved W^t and restore u^{t-1} there
@@ -218,14 +211,14 @@ extern "C" __global__ void acoustic_adjoint_sources(const sweep_acoustic_params 
   if (shot >= p.n_shots) return;
   const sweep_int off = shot * p.shot_stride;
   const R *v2dt2 = (const R *)f.v2dt2;
-  const R *lam = (const R *)f.u;
+  const R *mu = (const R *)f.u;
   for (sweep_int k = 0; k < p.n_src; ++k) {
     const sweep_int j = f.src_idx[shot * p.n_src + k];
     const sweep_int a = (shot * p.n_src + k) * p.nt + t;
-    if (f.grad_src) ((R *)f.grad_src)[a] = -v2dt2[j] * lam[off + j];
+    if (f.grad_src) ((R *)f.grad_src)[a] = -mu[off + j];
     /* Sampled like the snapshots (the caller scales by store_every). */
     if (f.grad_v2dt2 && f.src_amp && t % p.store_every == 0)
-      ((R *)f.grad_v2dt2)[off + j] -= ((const R *)f.src_amp)[a] * lam[off + j];
+      ((R *)f.grad_v2dt2)[off + j] -= ((const R *)f.src_amp)[a] * mu[off + j];
   }
   if (f.recon_u && f.grad_v2dt2 && f.src_amp) {
     /* u^{t+1} held the source term of step t; the backward step removes it. */

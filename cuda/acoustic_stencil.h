@@ -21,13 +21,24 @@
  * exactly to W = lap u, so the "plain" path below is the same linear operator.
  *
  * Adjoint (the exact transpose of the step above; D2^T = D2, D1^T = -D1 on
- * zero-padded fields).  With lambda = adjoint of u^{n+1}, g = v^2 dt^2 lambda,
- * P_d = adjoint of psi_d^{n+1}, Z_d = adjoint of zeta_d^{n+1}:
+ * zero-padded fields).  With lambda = adjoint of u^{n+1}, P_d = adjoint of
+ * psi_d^{n+1}, Z_d = adjoint of zeta_d^{n+1}:
  *
  *   lambda^n  = 2 lambda - lambda^{n+1}_prev
  *               + sum_d [D2_d((1 + a_d) g) + D2_d(a_d Z_d) - D1_d(a_d P_d)]
  *   P_d^n     = b_d P_d - D1_d((1 + a_d) g) - D1_d(a_d Z_d)
- *   Z_d^n     = b_d (Z_d + g)
+ *   Z_d^n     = b_d (Z_d + g),      g = v^2 dt^2 lambda.
+ *
+ * The kernels carry mu = v^2 dt^2 lambda instead of lambda (a diagonal change
+ * of variables, so the same operator in exact arithmetic): g is then the field
+ * itself and the update has the forward's shape,
+ *
+ *   mu^n = v^2 dt^2 A + 2 mu - mu^{n+1}_prev,   A = the sum over d above,
+ *
+ * with P and Z unchanged.  That saves a pass that formed g every step (a
+ * third of the 2D adjoint's time).  Residuals enter as v^2 dt^2 r, the
+ * source-amplitude gradient is -mu, and the drivers accumulate
+ * sum_n mu^{n+1} W^n, which the caller divides by v^2 dt^2 once at the end.
  *
  * Assumptions: every field is zero on the outer halo (the adjoint's free
  * surface ghosts are odd mirrors, written by the caller); psi and zeta are zero
@@ -67,7 +78,6 @@
  * scalar here and on CUDA; a whole vector of x cells in the CPU's explicit
  * vector rows, acoustic_cpu_vec.h), so every path rounds identically. */
 #define SWEEP_LEAPFROG(v2dt2, w, u, u_other) SWEEP_FMA((v2dt2), (w), 2 * (u) - (u_other))
-#define SWEEP_ADJ_LEAPFROG(lam, lam_prev, acc) (2 * (lam) - (lam_prev) + (acc))
 /* One axis's share of W, t + zeta^{n+1} with t = D2 u rdx2 + D1 psi rdx, from
  * the unscaled D2 u: added last, in one rounding, so that where psi and
  * zeta^{n+1} are zero it is exactly the plain axis's SWEEP_W_PLAIN. */
@@ -134,8 +144,8 @@
   } while (0)
 
 /* Adjoint: adds this axis's terms to acc; writes the adjoint psi and zeta of
- * the previous step in the CPML.  g = v^2 dt^2 lambda, gi its value at the
- * cell; a points at the CPML profile a of the cell (a[k]: k cells along).
+ * the previous step in the CPML.  g = v^2 dt^2 lambda (the adjoint field mu
+ * itself), gi its value at the cell; a points at the CPML profile a of the cell (a[k]: k cells along).
  * SWEEP_ADJ_AXIS_TAPS takes the taps (g, (1 + a) g, a Z, a P) as macros. */
 #define SWEEP_TAP_G_(k) SWEEP_LD(g_ + (k) * s_)
 #define SWEEP_TAP_AG_(k) ((1 + a_[k]) * SWEEP_LD(g_ + (k) * s_))
@@ -228,13 +238,14 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_model_point)(const sweep_acoustic_params *p
 /*
  * One backward-in-time step of the forward wavefield at a plain cell, fused
  * with the model-gradient correlation: u_next holds u^{n+1} and receives
- * u^{n-1} (sources are removed by the caller); grad += lam^{n+1} W^n.
+ * u^{n-1} (sources are removed by the caller); grad += mu^{n+1} W^n (the
+ * adjoint variable the kernels carry, see the top).
  */
 SWEEP_HD void SWEEP_FN(acoustic_recon_point)(const sweep_acoustic_params *p,
                                              const SWEEP_R *SWEEP_RESTRICT v2dt2,
                                              const SWEEP_R *SWEEP_RESTRICT u,
                                              SWEEP_R *SWEEP_RESTRICT u_next,
-                                             const SWEEP_R *SWEEP_RESTRICT lam,
+                                             const SWEEP_R *SWEEP_RESTRICT mu,
                                              SWEEP_R *SWEEP_RESTRICT grad, sweep_int i) {
   SWEEP_COEFFS;
   SWEEP_R w = 0;
@@ -247,40 +258,34 @@ SWEEP_HD void SWEEP_FN(acoustic_recon_point)(const sweep_acoustic_params *p,
 #undef ACC_U
     w = SWEEP_W_PLAIN(w, d2u, (SWEEP_R)p->rdx2[d]);
   }
-  grad[i] = SWEEP_FMA(lam[i], w, grad[i]);
+  grad[i] = SWEEP_FMA(mu[i], w, grad[i]);
   u_next[i] = SWEEP_LEAPFROG(v2dt2[i], w, u[i], u_next[i]);
 }
 
 /*
- * Adjoint update of point i: lam holds the adjoint of u^{n+1}, lam_prev that
- * of u^{n+2} on entry and receives the adjoint of u^n; g = v^2 dt^2 lam,
- * computed once per step by the caller (acoustic_adj_g) so that the stencil
- * reads one array per tap.  P/Z hold the adjoints of psi^{n+1}/zeta^{n+1};
- * P_new/Z_new receive those of psi^n/zeta^n.  The CPML bits of flags mean
- * what they mean in the forward update; the model-gradient correlation is
- * the caller's (it depends on the strategy).
+ * Adjoint update of point i, in mu = v^2 dt^2 lambda (see the top): mu holds
+ * that of u^{n+1}, mu_prev that of u^{n+2} on entry and receives that of
+ * u^n.  P/Z hold the adjoints of psi^{n+1}/zeta^{n+1}; P_new/Z_new receive
+ * those of psi^n/zeta^n.  The CPML bits of flags mean what they mean in the
+ * forward update; the model-gradient correlation is the caller's (it depends
+ * on the strategy).
  */
-SWEEP_HD SWEEP_R SWEEP_FN(acoustic_adj_g)(const SWEEP_R *SWEEP_RESTRICT v2dt2,
-                                          const SWEEP_R *SWEEP_RESTRICT lam, sweep_int i) {
-  return v2dt2[i] * lam[i];
-}
-
 SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
-    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT g,
-    const SWEEP_R *SWEEP_RESTRICT lam, SWEEP_R *SWEEP_RESTRICT lam_prev,
+    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
+    const SWEEP_R *SWEEP_RESTRICT mu, SWEEP_R *SWEEP_RESTRICT mu_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pml_a, const SWEEP_R *const *pml_b,
     sweep_int i, sweep_int cz, sweep_int cy, sweep_int cx, const int flags) {
   SWEEP_COEFFS;
   const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R acc = 0;
-  const SWEEP_R gi = g[i];
+  const SWEEP_R mi = mu[i];
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d)
-    SWEEP_ADJ_AXIS(SWEEP_R, acc, g + i, gi, P[d] + i, P_new[d] + i, Z[d] + i, Z_new[d] + i,
+    SWEEP_ADJ_AXIS(SWEEP_R, acc, mu + i, mi, P[d] + i, P_new[d] + i, Z[d] + i, Z_new[d] + i,
                    pml_a[d] + c[d], pml_b[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d],
                    (SWEEP_R)p->rdx2[d], flags & (1 << d));
-  lam_prev[i] = SWEEP_ADJ_LEAPFROG(lam[i], lam_prev[i], acc);
+  mu_prev[i] = SWEEP_LEAPFROG(v2dt2[i], acc, mi, mu_prev[i]);
 }
 
 /* The includer that still needs these macros (the CPU kernels' vector rows)

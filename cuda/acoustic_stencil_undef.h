@@ -8,7 +8,6 @@
 #undef SWEEP_D1
 #undef SWEEP_COEFFS
 #undef SWEEP_LEAPFROG
-#undef SWEEP_ADJ_LEAPFROG
 #undef SWEEP_CPML_FWD
 #undef SWEEP_W_PLAIN
 #undef SWEEP_W_AXIS

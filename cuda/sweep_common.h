@@ -124,7 +124,6 @@ typedef struct sweep_acoustic_fields {
    * duplicates add in the same order as on the CPU.  Unused by the CPU. */
   const sweep_int *rec_groups;
   const sweep_int *rec_order;
-  void *adj_g;            /* adjoint pass: v^2 dt^2 lambda of the current step */
 } sweep_acoustic_fields;
 
 #endif /* SWEEP_COMMON_H */

@@ -56,7 +56,7 @@ class _Fields:
 # Field slots (see CompiledAcoustic.field): the forward state, the adjoint
 # state and the boundary-saving reconstruction run in one kernel call.
 _FWD_SLOT = 0  # u_prev, u, psi pairs, zeta: at most 11
-_ADJ_SLOT = 11  # lam_prev, lam, g, P pairs, Z pairs, gradient: at most 16
+_ADJ_SLOT = 11  # mu_prev, mu, P pairs, Z pairs, gradient: at most 15
 RECON_SLOT = 27  # recon u^{t+1}, u^t
 _V2DT2_SLOT = 29
 
@@ -105,7 +105,11 @@ class FwdState:
 class AdjState:
     """Adjoint wavefields and gradient accumulators.
 
-    With boundary saving it also holds the forward wavefield being run backwards.
+    ``lam`` and ``lam_prev`` hold mu = v^2 dt^2 lambda, the variable the
+    kernels carry (``cuda/acoustic_stencil.h``), so ``grad_v2dt2``
+    accumulates sum_t mu^{t+1} W^t per shot, which :func:`sweep._memory.backward`
+    divides by v^2 dt^2.  With boundary saving it also holds the forward
+    wavefield being run backwards.
     """
 
     def __init__(self, engine: CompiledAcoustic, *, model: bool, source: bool) -> None:
@@ -113,7 +117,6 @@ class AdjState:
         slot = itertools.count(_ADJ_SLOT)
         self.lam_prev = engine.field(next(slot))
         self.lam = engine.field(next(slot))
-        self.g = engine.field(next(slot))  # v^2 dt^2 lambda, rewritten every step
         self.P = {ax: [engine.field(next(slot)), engine.field(next(slot))] for ax in engine.axes}
         self.Z = {ax: [engine.field(next(slot)), engine.field(next(slot))] for ax in engine.axes}
         self.grad_v2dt2 = engine.field(next(slot)) if model else None
@@ -433,7 +436,6 @@ class CompiledAcoustic:
             f.set("rec", grad_rec)
         f.set("u_prev", adj.lam_prev)
         f.set("u", adj.lam)
-        f.set("adj_g", adj.g)
         for ax in self.axes:
             f.set("psi", adj.P[ax][0], ax)
             f.set("psi_new", adj.P[ax][1], ax)

@@ -99,8 +99,6 @@ def acoustic_run(
     k = max(int(p["store_every"]), 1)
     n_band = int(p["n_band"]) if int(f["band_idx"]) else 0
     recon = adjoint and bool(int(f["recon_u"])) and bool(int(f["grad_v2dt2"]))
-    adj_g = mod.get_function("acoustic_adjoint_g")
-    g_grid = ((n_shots * int(p["shot_stride"]) + 255) // 256,)
     band = mod.get_function("acoustic_band_restore" if adjoint else "acoustic_band_save")
     band_grid = ((n_shots * n_band + 255) // 256,)
     # Receivers: one thread each (forward), one per receiver cell (adjoint).
@@ -112,8 +110,6 @@ def acoustic_run(
         slot = step // k - (t_first + k - 1) // k if step % k == 0 else -1
         if not adjoint and n_band:
             band(band_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
-        if adjoint:
-            adj_g(g_grid, (256,), (p[()], f[()]))
         main(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
         if rec_grid is not None:
             receivers(rec_grid, (256,), (p[()], f[()], np.int64(step)))

@@ -598,7 +598,13 @@ def backward(
         bar.close()
     grad_v = None
     if adj.grad_v2dt2 is not None:
+        # The kernels accumulate sum mu W with mu = v^2 dt^2 lambda; cells with
+        # v^2 dt^2 = 0 (halo, free-surface rows) take no part and get zero.
+        xp = engine.xp
+        v2dt2 = tape.v2dt2
+        live = v2dt2 > 0
         grad_v = adj.grad_v2dt2.sum(axis=0)
+        grad_v = xp.where(live, grad_v / xp.where(live, v2dt2, 1), 0).astype(grad_v.dtype)
         if plan_.interval > 1:
             grad_v *= plan_.interval
     grad_src = adj.grad_src

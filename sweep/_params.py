@@ -71,7 +71,6 @@ ACOUSTIC_FIELDS = np.dtype(
         ("recon_u", _P),
         ("rec_groups", _P),
         ("rec_order", _P),
-        ("adj_g", _P),
     ],
     align=True,
 )

@@ -51,7 +51,7 @@ def struct_layout():
     names_f = ["v2dt2", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "pml_a", "pml_b",
                "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src",
                "band_idx", "band_row", "band_u", "band_w", "recon_u_next", "recon_u", "rec_groups",
-               "rec_order", "adj_g"]
+               "rec_order"]
     values = [buf[i] for i in range(n)]
     k = 0
     out = {}

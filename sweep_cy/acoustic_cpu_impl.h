@@ -53,19 +53,19 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
-    const sweep_acoustic_params *p, const SWEEP_R *g, const SWEEP_R *lam, SWEEP_R *lam_prev,
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *mu, SWEEP_R *mu_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z, sweep_int y,
     sweep_int x0, sweep_int x1, const int mask) {
 #if SWEEP_HAVE_VEC
   if (p->simd_rows)
-    x0 = SWEEP_FN(adj_row_vec)(p, g, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1,
-                               mask);
+    x0 = SWEEP_FN(adj_row_vec)(p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0,
+                               x1, mask);
 #endif
 #pragma omp simd
   for (sweep_int x = x0; x < x1; ++x)
-    SWEEP_FN(acoustic_adj_point)(p, g, lam, lam_prev, P, P_new, Z, Z_new, pa, pb, base + x, z, y,
-                                 x, mask);
+    SWEEP_FN(acoustic_adj_point)(p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base + x, z,
+                                 y, x, mask);
 }
 
 /* Model cells per shot (the compact layout of full-storage snapshots). */
@@ -476,7 +476,6 @@ static void SWEEP_FN(sub_problem)(const sweep_acoustic_params *p, const sweep_ac
     g->zeta_new[d] = SWEEP_OFF(f->zeta_new[d], fo);
   }
   g->grad_v2dt2 = SWEEP_OFF(f->grad_v2dt2, fo);
-  g->adj_g = SWEEP_OFF(f->adj_g, fo);
   g->recon_u = SWEEP_OFF(f->recon_u, fo);
   g->recon_u_next = SWEEP_OFF(f->recon_u_next, fo);
   g->src_amp = SWEEP_OFF(f->src_amp, shot0 * p->n_src * p->nt);
@@ -637,18 +636,72 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
   free(rbuf);
 }
 
-/* g = v^2 dt^2 lambda on flat row r (of every shot's rows) of nx cells. */
-static inline void SWEEP_FN(adj_g_row)(const SWEEP_R *SWEEP_RESTRICT v2dt2,
-                                       const SWEEP_R *SWEEP_RESTRICT lam, SWEEP_R *SWEEP_RESTRICT g,
-                                       sweep_int r, sweep_int nx, sweep_int ss) {
-  const sweep_int o = r * nx, ov = o % ss;
-#pragma omp simd
-  for (sweep_int x = 0; x < nx; ++x) g[o + x] = SWEEP_FN(acoustic_adj_g)(v2dt2 + ov, lam + o, x);
+/* Flags per (shot, z, y) row: 1 where the row holds a source whose term
+ * enters the model gradient, whose correlation then must not be deferred
+ * (see sweep_acoustic_backward).  NULL when no row has one; *ok is 0 when
+ * memory is short (the caller then defers nothing). */
+static unsigned char *SWEEP_FN(source_rows)(const sweep_acoustic_params *p,
+                                            const sweep_acoustic_fields *f, int *ok) {
+  *ok = 1;
+  if (!f->src_amp || p->n_src <= 0) return NULL;
+  const sweep_int rows = p->shape[0] * p->shape[1];
+  unsigned char *m = (unsigned char *)calloc((size_t)(p->n_shots * rows), 1);
+  if (!m) {
+    *ok = 0;
+    return NULL;
+  }
+  for (sweep_int s = 0; s < p->n_shots; ++s)
+    for (sweep_int k = 0; k < p->n_src; ++k)
+      m[s * rows + f->src_idx[s * p->n_src + k] / p->stride[1]] = 1;
+  return m;
 }
 
 /*
- * Adjoint steps t_end - 1 down to t_end - n_steps.  The model gradient comes
- * from the compact snapshots in f->store (full storage and checkpointing) or,
+ * Snapshot correlation of one model row of n cells (gr, ln: the gradient and
+ * mu^{t+1} of the row; st: W^t, or NULL when step t stores none):
+ * gr += ln st.  held (W^{t+1} of a deferred step t + 1, with lo its mu^{t+2},
+ * the row of mu_prev before the stencil overwrites it) is added first, as
+ * step t + 1 would have; skip leaves step t's own term to step t - 1.
+ */
+static inline __attribute__((always_inline)) void SWEEP_FN(adj_correlate)(
+    SWEEP_R *SWEEP_RESTRICT gr, const SWEEP_R *SWEEP_RESTRICT ln,
+    const SWEEP_R *SWEEP_RESTRICT st, const SWEEP_R *SWEEP_RESTRICT lo,
+    const SWEEP_R *SWEEP_RESTRICT held, int skip, sweep_int n) {
+  if (held && st && !skip) {
+#pragma omp simd
+    for (sweep_int x = 0; x < n; ++x) gr[x] = gr[x] + lo[x] * held[x] + ln[x] * st[x];
+  } else if (held) {
+#pragma omp simd
+    for (sweep_int x = 0; x < n; ++x) gr[x] += lo[x] * held[x];
+  } else if (st && !skip) {
+#pragma omp simd
+    for (sweep_int x = 0; x < n; ++x) gr[x] += ln[x] * st[x];
+  }
+}
+
+/* The stencil of one adjoint row (z, y) of one shot (pointers offset to the
+ * shot): the x-CPML segments and the plain middle, each with its
+ * compile-time mask. */
+static inline __attribute__((always_inline)) void SWEEP_FN(adj_full_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *mu, SWEEP_R *mu_prev,
+    SWEEP_R *const *P, SWEEP_R *const *Pn, SWEEP_R *const *Z, SWEEP_R *const *Zn,
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int z, sweep_int y) {
+  const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define SWEEP_ADJ_ROW(x0, x1, m) \
+  SWEEP_FN(adj_row)(p, v2dt2, mu, mu_prev, P, Pn, Z, Zn, pa, pb, base, z, y, x0, x1, m)
+#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_ADJ_ROW, m, (void)0)
+  SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
+#undef SWEEP_ADJ_ROW
+#undef SWEEP_ROW_SEGMENTS
+}
+
+/*
+ * Adjoint steps t_end - 1 down to t_end - n_steps, in mu = v^2 dt^2 lambda
+ * (f->u and f->u_prev hold mu; see acoustic_stencil.h).  The model gradient
+ * (sum of mu^{t+1} W^t, to be divided by v^2 dt^2 by the caller) comes from
+ * the compact snapshots in f->store (full storage and checkpointing) or,
  * with f->recon_u set (boundary saving), from the forward wavefield run
  * backwards on the plain cells plus W^t saved on the band.  band_w slot 0 is
  * step t_begin; band_u slot 0 is step t_begin - 1.
@@ -661,7 +714,6 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
     return;
   }
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
-  const sweep_int x_end = p->shape[2] - h;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const sweep_int t_begin = t_end - n_steps;
   const sweep_int mc = SWEEP_FN(model_cells)(p);
@@ -673,16 +725,27 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
   SWEEP_R *rbuf = SWEEP_FN(receiver_buffer)(p, f);
-  /* 2D on one thread (run_by_shot gives each thread whole shots), where the
-   * rows of a step run in order: each g row is computed just before the
-   * first stencil row that reads it, while it is still in cache, instead of
-   * in a pass over the whole field; the same values, so bitwise the same.
-   * 3D tiles revisit every plane per y tile, so 3D keeps the pass. */
-  const int rolling_g = SWEEP_NDIM == 2 && n_threads == 1;
+  /*
+   * Snapshot correlations in pairs: step t's term mu^{t+1} W^t is left to
+   * step t - 1, which adds it and its own mu^t W^{t-1} in one pass over the
+   * gradient row (mu^{t+1} is still in mu_prev until the stencil of step
+   * t - 1 overwrites the row), so the gradient is read and written every
+   * other step.  Each cell receives the same additions in the same order, so
+   * the result does not depend on the pairing (strategies that split the
+   * steps into other calls stay bitwise equal).  Rows holding a source are
+   * never deferred: its gradient term, added after the step's rows, must
+   * follow that step's correlation.
+   */
+  const sweep_int rows_per_shot = p->shape[0] * p->shape[1];
+  int rows_ok = 0;
+  unsigned char *src_rows =
+      f->store && f->grad_v2dt2 && !recon ? SWEEP_FN(source_rows)(p, f, &rows_ok) : NULL;
+  const int pairing = rows_ok;
+  const sweep_int n_m2 = mhi2 - mlo2;
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
-    SWEEP_R *lam_prev = (SWEEP_R *)f->u_prev, *lam = (SWEEP_R *)f->u;
+    SWEEP_R *mu_prev = (SWEEP_R *)f->u_prev, *mu = (SWEEP_R *)f->u;
     SWEEP_R *ru_next = (SWEEP_R *)f->recon_u_next, *ru = (SWEEP_R *)f->recon_u;
     void *P_all[3], *Pn_all[3], *Z_all[3], *Zn_all[3];
     for (int d = 0; d < 3; ++d) {
@@ -692,18 +755,15 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
       Zn_all[d] = f->zeta_new[d];
     }
     SWEEP_R *grad_all = (SWEEP_R *)f->grad_v2dt2;
-    SWEEP_R *g_all = (SWEEP_R *)f->adj_g;
-    const sweep_int n_rows = p->n_shots * p->shape[0] * p->shape[1], nx = p->shape[2];
+    const SWEEP_R *deferred = NULL;
     for (sweep_int t = t_end - 1; t >= t_begin; --t) {
       const sweep_int slot = f->store && grad_all ? SWEEP_FN(store_slot)(p, t, t_begin) : -1;
       const SWEEP_R *store = slot >= 0 ? (const SWEEP_R *)f->store + slot * p->slot_shots * mc : NULL;
-      /* g = v^2 dt^2 lambda once per cell (halo and ghosts included), so the
-       * stencil below reads one array per tap instead of two: in a pass of
-       * its own, or row by row just ahead of the stencil (rolling_g). */
-      if (!rolling_g) {
-#pragma omp for schedule(static)
-        for (sweep_int r = 0; r < n_rows; ++r) SWEEP_FN(adj_g_row)(v2dt2, lam, g_all, r, nx, ss);
-      }
+      /* held: the snapshots of step t + 1, whose correlation this step does. */
+      const SWEEP_R *held = deferred;
+      const int defer = pairing && store && !held && t > t_begin &&
+                        SWEEP_FN(store_slot)(p, t - 1, t_begin) >= 0;
+      deferred = defer ? store : NULL;
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
         const sweep_int shot = item / n_tiles;
@@ -715,64 +775,51 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
         SWEEP_FN(shot_axes)(Pn_all, off, Pn);
         SWEEP_FN(shot_axes)(Z_all, off, Z);
         SWEEP_FN(shot_axes)(Zn_all, off, Zn);
-        const SWEEP_R *lam_s = lam + off;
+        const SWEEP_R *mu_s = mu + off;
         SWEEP_R *grad = grad_all ? grad_all + off : NULL;
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
           for (sweep_int y = y0; y < y1; ++y) {
-            if (rolling_g) {
-              /* Rows y - h .. y + h - 1 are done (the first row does them). */
-              const sweep_int r0 = shot * p->shape[1];
-              if (y == h)
-                for (sweep_int r = r0; r < r0 + 2 * h; ++r)
-                  SWEEP_FN(adj_g_row)(v2dt2, lam, g_all, r, nx, ss);
-              SWEEP_FN(adj_g_row)(v2dt2, lam, g_all, r0 + y + h, nx, ss);
-            }
             const sweep_int base = z * p->stride[0] + y * p->stride[1];
-            const int outer = SWEEP_FN(row_mask)(p, z, y);
-#define SWEEP_ADJ_ROW(x0, x1, m)                                                             \
-  SWEEP_FN(adj_row)(p, g_all + off, lam_s, lam_prev + off, P, Pn, Z, Zn, pa, pb, base, z, y, x0, \
-                    x1, m)
-#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_ADJ_ROW, m, (void)0)
-            SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
-#undef SWEEP_ADJ_ROW
-#undef SWEEP_ROW_SEGMENTS
-            if (store) {
-              const sweep_int srow = SWEEP_FN(model_row)(p, z, y);
-              if (srow >= 0) {
-                const SWEEP_R *st = store + shot * mc + srow;
-#pragma omp simd
-                for (sweep_int x = mlo2; x < mhi2; ++x)
-                  grad[base + x] += lam_s[base + x] * st[x - mlo2];
-              }
+            const sweep_int srow = store || held ? SWEEP_FN(model_row)(p, z, y) : -1;
+            if (srow >= 0) {
+              /* Before the stencil, which overwrites mu_prev's row. */
+              const int fixed = src_rows && src_rows[shot * rows_per_shot + z * p->shape[1] + y];
+              const sweep_int o = base + mlo2;
+              SWEEP_FN(adj_correlate)(grad + o, mu_s + o, store ? store + shot * mc + srow : NULL,
+                                      mu_prev + off + o,
+                                      held && !fixed ? held + shot * mc + srow : NULL,
+                                      defer && !fixed, n_m2);
             }
-            /* outer == 0: z and y are plain, so [plain_lo, plain_hi) of x is plain. */
-            if (recon && !outer) {
+            SWEEP_FN(adj_full_row)(p, v2dt2, mu_s, mu_prev + off, P, Pn, Z, Zn, pa, pb, z, y);
+            /* z and y plain (no outer mask): [plain_lo, plain_hi) of x is plain. */
+            if (recon && !SWEEP_FN(row_mask)(p, z, y)) {
               sweep_int x0 = p->plain_lo[2];
 #if SWEEP_HAVE_VEC
               if (p->simd_rows)
-                x0 = SWEEP_FN(recon_row_vec)(p, v2dt2, ru + off, ru_next + off, lam_s, grad, base,
+                x0 = SWEEP_FN(recon_row_vec)(p, v2dt2, ru + off, ru_next + off, mu_s, grad, base,
                                              x0, p->plain_hi[2]);
 #endif
 #pragma omp simd
               for (sweep_int x = x0; x < p->plain_hi[2]; ++x)
-                SWEEP_FN(acoustic_recon_point)(p, v2dt2, ru + off, ru_next + off, lam_s, grad,
+                SWEEP_FN(acoustic_recon_point)(p, v2dt2, ru + off, ru_next + off, mu_s, grad,
                                                base + x);
             }
           }
         }
       }
-      /* Source terms use lambda^{t+1} (still in lam); residuals of u^t go into lambda^t. */
+      /* Source terms use mu^{t+1} (still in mu); residuals of u^t, times
+       * v^2 dt^2, go into mu^t. */
 #pragma omp for schedule(static)
       for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
         const sweep_int off = shot * ss;
         for (sweep_int k = 0; k < p->n_src; ++k) {
           const sweep_int j = f->src_idx[shot * p->n_src + k];
           const sweep_int a = (shot * p->n_src + k) * p->nt + t;
-          if (f->grad_src) ((SWEEP_R *)f->grad_src)[a] = -v2dt2[j] * lam[off + j];
+          if (f->grad_src) ((SWEEP_R *)f->grad_src)[a] = -mu[off + j];
           /* With sampling (store_every k > 1) the caller scales the gradient by k,
            * so the source term is sampled like the snapshots. */
           if (grad_all && f->src_amp && t % p->store_every == 0)
-            grad_all[off + j] -= ((const SWEEP_R *)f->src_amp)[a] * lam[off + j];
+            grad_all[off + j] -= ((const SWEEP_R *)f->src_amp)[a] * mu[off + j];
         }
         if (f->rec) {
           const SWEEP_R *res = (const SWEEP_R *)f->rec;
@@ -789,10 +836,11 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
                 for (sweep_int k = 0; k < n; ++k) b[k * p->n_rec + r] = o[-k];
               }
             }
-            for (sweep_int r = 0; r < p->n_rec; ++r) lam_prev[off + ri[r]] += b[j * p->n_rec + r];
+            for (sweep_int r = 0; r < p->n_rec; ++r)
+              mu_prev[off + ri[r]] += v2dt2[ri[r]] * b[j * p->n_rec + r];
           } else {
             for (sweep_int r = 0; r < p->n_rec; ++r)
-              lam_prev[off + ri[r]] += res[(shot * p->n_rec + r) * p->nt + t];
+              mu_prev[off + ri[r]] += v2dt2[ri[r]] * res[(shot * p->n_rec + r) * p->nt + t];
           }
         }
         if (recon) {
@@ -801,7 +849,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
           const SWEEP_R *bw = (const SWEEP_R *)f->band_w + b0;
           for (sweep_int j = 0; j < n_band; ++j) {
             const sweep_int i = off + f->band_idx[j];
-            grad_all[i] += lam[i] * bw[j];
+            grad_all[i] += mu[i] * bw[j];
           }
           if (f->src_amp) {
             const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
@@ -817,12 +865,12 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
         }
       }
       if (free_surface) {
-        SWEEP_FN(fill_ghosts)(p, lam_prev);
+        SWEEP_FN(fill_ghosts)(p, mu_prev);
         if (recon) SWEEP_FN(fill_ghosts)(p, ru_next);
       }
-      SWEEP_R *tmp = lam_prev;
-      lam_prev = lam;
-      lam = tmp;
+      SWEEP_R *tmp = mu_prev;
+      mu_prev = mu;
+      mu = tmp;
       tmp = ru_next;
       ru_next = ru;
       ru = tmp;
@@ -838,6 +886,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
     sweep_restore_fp(fp_state);
   }
   free(rbuf);
+  free(src_rows);
 }
 
 #include "acoustic_stencil_undef.h"

@@ -205,7 +205,7 @@ static inline __attribute__((always_inline)) SWEEP_FN(taps)
  * arithmetic does not depend on its neighbours, so the overlapped cells get
  * the same values twice, provided both read the old values of the fields
  * updated in place.  The tail runs first, on copies of those (u^{n-1}, zeta,
- * lambda^{n+1}, ...) in a tail buffer, which go into the row after the loop.
+ * mu_prev, ...) in a tail buffer, which go into the row after the loop.
  * Segments shorter than VL stay scalar.  2D forward, order 4, one thread,
  * 340 x 1040 cells, CPML on every face: 114.4 -> 103.7 ms per 1000 steps.
  */
@@ -326,10 +326,11 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
   return x1;
 }
 
-/* Adjoint update of one vector of cells (as fwd_vec; lp points at the cells'
- * lambda^{n+1}_prev, which receives lambda^n). */
+/* Adjoint update of one vector of cells in mu = v^2 dt^2 lambda (as fwd_vec;
+ * gw is the window over mu's row, lp points at the cells' mu^{n+1}_prev,
+ * which receives mu^n). */
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_vec)(
-    const sweep_acoustic_params *p, const SWEEP_R *g, const SWEEP_R *lam, SWEEP_R *lp,
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *g, SWEEP_R *lp,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, const SWEEP_FN(taps) tp,
     const sweep_int *c, sweep_int i, sweep_int x, const SWEEP_FN(window) gw,
@@ -350,7 +351,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_vec)(
                       g + i, gw.cur, P[2] + i, P_new[2] + i, Z[2] + i, Z_new[2] + i, pa[2] + x,
                       SWEEP_FN(vld)(pb[2] + x), 1, (SWEEP_R)p->rdx[2], (SWEEP_R)p->rdx2[2],
                       mask & 4);
-  SWEEP_FN(vst)(lp, SWEEP_ADJ_LEAPFROG(SWEEP_FN(vld)(lam + i), SWEEP_FN(vld)(lp), acc));
+  SWEEP_FN(vst)(lp, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), acc, gw.cur, SWEEP_FN(vld)(lp)));
 }
 
 /* The windows of an adjoint vector at x (g always; a, P, Z in an x-CPML segment). */
@@ -375,12 +376,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_vec)(
   } while (0)
 
 /*
- * Adjoint update of the cells [x0, x1) of row (z, y) (as fwd_row_vec; g is
- * v^2 dt^2 lambda of the whole field).  In an x-CPML segment the a-weighted
- * x taps take a from a window over the profile as well.
+ * Adjoint update (in mu = v^2 dt^2 lambda) of the cells [x0, x1) of row
+ * (z, y), as fwd_row_vec.  In an x-CPML segment the a-weighted x taps take a
+ * from a window over the profile as well.
  */
 static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
-    const sweep_acoustic_params *p, const SWEEP_R *g, const SWEEP_R *lam, SWEEP_R *lam_prev,
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *g, SWEEP_R *lam_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z,
     sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
@@ -395,11 +396,11 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
   SWEEP_FN(tail) tb;
   SWEEP_FN(window) gw, aw, qw, zw;
   if (has_tail) {
-    /* The tail first, on a copy of lambda_prev (as in fwd_row_vec). */
+    /* The tail first, on a copy of mu_prev (as in fwd_row_vec). */
     SWEEP_FN(tail_save)(tb.v[0], lam_prev + base + xt);
     SWEEP_ADJ_WINDOWS(xt);
     SWEEP_ADJ_WINDOWS_NEXT(xt);
-    SWEEP_FN(adj_vec)(p, g, lam, tb.v[0], P, P_new, Z, Z_new, pa, pb, tp, c, base + xt, xt, gw,
+    SWEEP_FN(adj_vec)(p, v2dt2, g, tb.v[0], P, P_new, Z, Z_new, pa, pb, tp, c, base + xt, xt, gw,
                       aw, qw, zw, mask);
   }
   sweep_int x = x0;
@@ -408,7 +409,7 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
     SWEEP_ADJ_WINDOWS_NEXT(x);
     const sweep_int i = base + x;
     SWEEP_TAPS_OPAQUE(tp);
-    SWEEP_FN(adj_vec)(p, g, lam, lam_prev + i, P, P_new, Z, Z_new, pa, pb, tp, c, i, x, gw, aw,
+    SWEEP_FN(adj_vec)(p, v2dt2, g, lam_prev + i, P, P_new, Z, Z_new, pa, pb, tp, c, i, x, gw, aw,
                       qw, zw, mask);
     SWEEP_FN(window_slide)(&gw);
     SWEEP_FN(window_slide)(&aw);
@@ -425,7 +426,7 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
  * and gradient, both updated in place). */
 static inline __attribute__((always_inline)) void SWEEP_FN(recon_vec)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *un,
-    const SWEEP_R *lam, SWEEP_R *gr, sweep_int i, const SWEEP_FN(window) uw) {
+    const SWEEP_R *mu, SWEEP_R *gr, sweep_int i, const SWEEP_FN(window) uw) {
   typedef SWEEP_FN(vec) V;
   SWEEP_COEFFS;
   V w = {0};
@@ -434,7 +435,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(recon_vec)(
     SWEEP_FWD_AXIS(V, w, u + i, NULL, NULL, NULL, 0, 0, p->stride[d], 0, (SWEEP_R)p->rdx2[d], 0);
   SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_XU_, SWEEP_TAP_XU_, V, w, u + i, NULL, NULL, NULL, 0, 0, 1, 0,
                       (SWEEP_R)p->rdx2[2], 0);
-  SWEEP_FN(vst)(gr, SWEEP_FMA(SWEEP_FN(vld)(lam + i), w, SWEEP_FN(vld)(gr)));
+  SWEEP_FN(vst)(gr, SWEEP_FMA(SWEEP_FN(vld)(mu + i), w, SWEEP_FN(vld)(gr)));
   SWEEP_FN(vst)(un, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, uw.cur, SWEEP_FN(vld)(un)));
 }
 
@@ -445,7 +446,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(recon_vec)(
  */
 static inline __attribute__((always_inline)) sweep_int SWEEP_FN(recon_row_vec)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_next,
-    const SWEEP_R *lam, SWEEP_R *grad, sweep_int base, sweep_int x0, sweep_int x1) {
+    const SWEEP_R *mu, SWEEP_R *grad, sweep_int base, sweep_int x0, sweep_int x1) {
   const sweep_int nx = p->shape[2];
   const SWEEP_R *row = u + base;
   if (x1 - x0 < SWEEP_VL) return x0;
@@ -458,14 +459,14 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(recon_row_vec)(
     SWEEP_FN(tail_save)(tb.v[1], grad + base + xt);
     SWEEP_FN(window) tw = SWEEP_FN(window_at)(row, xt);
     SWEEP_FN(window_next)(&tw, row, xt, nx);
-    SWEEP_FN(recon_vec)(p, v2dt2, u, tb.v[0], lam, tb.v[1], base + xt, tw);
+    SWEEP_FN(recon_vec)(p, v2dt2, u, tb.v[0], mu, tb.v[1], base + xt, tw);
   }
   sweep_int x = x0;
   SWEEP_FN(window) uw = SWEEP_FN(window_at)(row, x);
   for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
     SWEEP_FN(window_next)(&uw, row, x, nx);
     const sweep_int i = base + x;
-    SWEEP_FN(recon_vec)(p, v2dt2, u, u_next + i, lam, grad + i, i, uw);
+    SWEEP_FN(recon_vec)(p, v2dt2, u, u_next + i, mu, grad + i, i, uw);
     SWEEP_FN(window_slide)(&uw);
   }
   if (has_tail) {

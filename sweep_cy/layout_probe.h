@@ -22,7 +22,7 @@ static int sweep_layout_probe(long long *out, int n) {
       SWEEP_F(src_amp), SWEEP_F(src_idx), SWEEP_F(rec), SWEEP_F(rec_idx), SWEEP_F(store),
       SWEEP_F(grad_v2dt2), SWEEP_F(grad_src), SWEEP_F(band_idx), SWEEP_F(band_row), SWEEP_F(band_u),
       SWEEP_F(band_w), SWEEP_F(recon_u_next), SWEEP_F(recon_u), SWEEP_F(rec_groups),
-      SWEEP_F(rec_order), SWEEP_F(adj_g)};
+      SWEEP_F(rec_order)};
   const int m = (int)(sizeof(v) / sizeof(v[0]));
   for (int i = 0; i < m && i < n; ++i) out[i] = v[i];
   return m < n ? m : n;

@@ -42,7 +42,7 @@ def test_kernel_fields_start_at_distinct_page_offsets():
     engine = CompiledAcoustic(geom, np, np.dtype(np.float32))
     state = engine.new_state()
     adj = engine.new_adjoint(model=True, source=True)
-    fields = [state.u_prev, state.u, adj.lam_prev, adj.lam, adj.g, adj.grad_v2dt2]
+    fields = [state.u_prev, state.u, adj.lam_prev, adj.lam, adj.grad_v2dt2]
     for ax in engine.axes:
         fields += [*state.psi[ax], state.zeta[ax], *adj.P[ax], *adj.Z[ax]]
     fields.append(engine.kernel_v2dt2(np.ones(state.u.shape[1:], np.float32)))
