@@ -75,6 +75,23 @@ def acoustic_run(
 
     dtype = np.float64 if is_double else np.float32
     mod = _module(ndim, order, np.dtype(dtype).str, cupy.cuda.Device().id)
+    run_steps(mod, ndim, order, adjoint, params, fields, t, n_steps)
+
+
+def run_steps(
+    mod: Any,
+    ndim: int,
+    order: int,
+    adjoint: bool,
+    params: np.ndarray,
+    fields: np.ndarray,
+    t: int,
+    n_steps: int,
+) -> None:
+    """Launch the kernels of :func:`acoustic_run` through ``mod.get_function``.
+
+    ``mod`` is a CuPy RawModule, or the tests' host build of the same sources.
+    """
     p = params.astype(ACOUSTIC_PARAMS)
     f = fields.copy()
     shape = p["shape"]

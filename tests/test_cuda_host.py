@@ -1,0 +1,215 @@
+"""The CUDA kernels run on the host: cuda/*.cu built with g++ under a small shim.
+
+A GPU is rarely at hand, so the CUDA sources and the launch sequence of
+``sweep._cuda_backend`` would otherwise go untested between GPU sessions.
+Here the same preamble and source text CuPy compiles are built with g++ (with
+``__CUDACC__`` defined, so the device code paths and ``fma`` are the ones a
+GPU runs), each kernel wrapped in a loop over its grid and block, and
+``run_steps`` drives them exactly as on a device, on NumPy arrays.  A kernel
+that is correct for every order of its threads is correct in this one order;
+races between threads are not what these tests can find.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sweep
+from sweep import _compiled, _cuda_backend
+from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
+from sweep.testing import random_problem
+
+GXX = shutil.which("g++")
+pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not found")
+
+_SHIM = """
+#define __CUDACC__ 1
+#include <cmath>
+using std::fma;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+struct sweep_emu_dim3 { unsigned x, y, z; };
+static sweep_emu_dim3 blockIdx, threadIdx, blockDim, gridDim;
+"""
+
+_KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\)')
+
+
+def _kernels(source: str) -> dict[str, list[str]]:
+    """Kernel name -> parameter types, from the source text."""
+    out = {}
+    for name, params in _KERNEL.findall(source):
+        out[name] = [re.sub(r"\w+\s*$", "", p).strip() for p in params.split(",")]
+    return out
+
+
+def _wrapper(name: str, types: list[str]) -> str:
+    """C++ that runs kernel ``name`` over a whole grid, one thread after another."""
+    decl, call = [], []
+    for k, ty in enumerate(types):
+        if "sweep_acoustic_" in ty:  # structs come by pointer from Python
+            decl.append(f"const {ty.replace('const ', '')} *a{k}")
+            call.append(f"*a{k}")
+        else:
+            decl.append(f"{ty} a{k}")
+            call.append(f"a{k}")
+    loops = "".join(
+        f"for (unsigned {v} = 0; {v} < {n}; ++{v}) "
+        for v, n in (("bz", "g[2]"), ("by", "g[1]"), ("bx", "g[0]"),
+                     ("tz", "b[2]"), ("ty", "b[1]"), ("tx", "b[0]"))
+    )  # fmt: skip
+    return (
+        f'extern "C" void emu_{name}(const unsigned *g, const unsigned *b, {", ".join(decl)}) {{\n'
+        f"  blockDim = {{b[0], b[1], b[2]}}; gridDim = {{g[0], g[1], g[2]}};\n"
+        f"  {loops}{{ blockIdx = {{bx, by, bz}}; threadIdx = {{tx, ty, tz}}; "
+        f"{name}({', '.join(call)}); }}\n}}\n"
+    )
+
+
+class _HostModule:
+    """The ``get_function`` of a CuPy RawModule, over a host build."""
+
+    def __init__(self, lib: ctypes.CDLL, kernels: dict[str, list[str]]) -> None:
+        self.lib, self.kernels = lib, kernels
+
+    def get_function(self, name: str):
+        fn, types = getattr(self.lib, f"emu_{name}"), self.kernels[name]
+
+        def launch(grid, block, args) -> None:
+            dims = [(ctypes.c_uint * 3)(*(tuple(d) + (1,) * (3 - len(d)))) for d in (grid, block)]
+            keep, cargs = [], []
+            for ty, a in zip(types, args, strict=True):
+                if "sweep_acoustic_" in ty:
+                    buf = ctypes.create_string_buffer(a.tobytes())
+                    keep.append(buf)
+                    cargs.append(ctypes.cast(buf, ctypes.c_void_p))
+                elif "*" in ty:
+                    cargs.append(ctypes.c_void_p(int(a)))
+                elif ty.endswith("sweep_int"):
+                    cargs.append(ctypes.c_longlong(int(a)))
+                else:
+                    cargs.append(ctypes.c_int(int(a)))
+            fn(*dims, *cargs)
+
+        return launch
+
+
+@functools.cache
+def _host_module(ndim: int, order: int, dtype_str: str, build_dir: str) -> _HostModule:
+    src = _cuda_backend.source_dir()
+    text = (src / "acoustic.cu").read_text()
+    kernels = _kernels(text)
+    assert kernels, "no kernels found in acoustic.cu"
+    unit = Path(build_dir) / f"acoustic_{ndim}d_o{order}_{np.dtype(dtype_str).name}.cpp"
+    lib = unit.with_suffix(".so")
+    unit.write_text(
+        _SHIM
+        + _cuda_backend.preamble(ndim, order, np.dtype(dtype_str))
+        + text
+        + "".join(_wrapper(n, t) for n, t in kernels.items())
+    )
+    cmd = [
+        GXX,
+        "-std=c++17",
+        "-O1",
+        "-shared",
+        "-fPIC",
+        "-w",
+        f"-I{src}",
+        "-o",
+        str(lib),
+        str(unit),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return _HostModule(ctypes.CDLL(str(lib)), kernels)
+
+
+@pytest.fixture
+def cuda_on_host(monkeypatch, tmp_path_factory):
+    """Make impl="c" on NumPy arrays run the CUDA kernels (host build) instead of sweep._C."""
+    build = str(tmp_path_factory.getbasetemp() / "cuda_host")
+    Path(build).mkdir(exist_ok=True)
+
+    def run(self, ndim, order, is_double, adjoint, params, fields, t, n, n_threads=0):
+        dtype = np.dtype(np.float64 if is_double else np.float32).str
+        mod = _host_module(ndim, order, dtype, build)
+        _cuda_backend.run_steps(mod, ndim, order, adjoint, params, fields, t, n)
+
+    original = _compiled.CompiledAcoustic.__dict__["_constants"].func
+
+    def constants(self):
+        out = original(self)  # the device's receiver-cell groups, as for CuPy arrays
+        if self.geom.n_rec and out["rec_groups"] is None:
+            out["rec_groups"] = self._rec_groups()
+            out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
+        return out
+
+    prop = functools.cached_property(constants)
+    prop.__set_name__(_compiled.CompiledAcoustic, "_constants")
+    monkeypatch.setattr(_compiled.CompiledAcoustic, "_constants", prop)
+    monkeypatch.setattr(_compiled.CompiledAcoustic, "_run", run)
+
+
+def _run(problem, d, **kw):
+    out, pullback = sweep.vjp(sweep.acoustic, **problem, impl="c", **kw)
+    return out, pullback(d)
+
+
+BOUNDARY = MemoryOptions(strategy="boundary", boundary=BoundaryOptions())
+RECURSIVE = MemoryOptions(strategy="ckpt", ckpt=CkptOptions(mode="recursive", count=3))
+
+
+@pytest.mark.parametrize(
+    ("ndim", "order", "free_surface"),
+    [(2, 2, False), (2, 4, True), (2, 8, False), (3, 4, False), (3, 8, True)],
+)
+def test_host_cuda_matches_cpu(ndim, order, free_surface, request):
+    """Forward and both gradients of the CUDA kernels agree with sweep._C (float64)."""
+    problem = random_problem(ndim, accuracy=order, free_surface=free_surface, nt=40)
+    out_c, pb_c = sweep.vjp(sweep.acoustic, **problem, impl="c")
+    d = np.random.default_rng(5).standard_normal(out_c.receivers.shape)
+    g_c = pb_c(d)
+    request.getfixturevalue("cuda_on_host")
+    out_g, g_g = _run(problem, d)
+    scale = np.abs(out_c.receivers).max()
+    np.testing.assert_allclose(out_g.receivers, out_c.receivers, rtol=0, atol=1e-12 * scale)
+    for key in ("v", "source_amplitudes"):
+        ref = g_c[key]
+        np.testing.assert_allclose(g_g[key], ref, rtol=0, atol=1e-11 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("ndim", (2, 3))
+def test_host_cuda_dot_product(ndim, cuda_on_host):
+    """The CUDA adjoint is the transpose of the CUDA forward (float64)."""
+    problem = random_problem(ndim, accuracy=8, free_surface=True, nt=40)
+    out, pullback = sweep.vjp(sweep.acoustic, **problem, impl="c")
+    d = np.random.default_rng(6).standard_normal(out.receivers.shape)
+    g = pullback(d)
+    lhs = np.vdot(d, out.receivers)
+    rhs = np.vdot(g["source_amplitudes"], problem["source_amplitudes"])
+    assert abs(lhs - rhs) / abs(lhs) < 1e-11
+
+
+@pytest.mark.parametrize(
+    ("memory", "strategy"), [(BOUNDARY, "boundary"), (RECURSIVE, "ckpt-recursive")]
+)
+def test_host_cuda_strategies_match_full_storage(memory, strategy, cuda_on_host):
+    """Boundary saving (the band kernels) and checkpointing on the CUDA kernels."""
+    problem = random_problem(2, accuracy=4, free_surface=True, nt=40)
+    d = np.random.default_rng(7).standard_normal((2, 3, 40))
+    _, ref = _run(problem, d)
+    out, got = _run(problem, d, memory=memory)
+    assert out.memory_plan.strategy == strategy
+    for key in ("v", "source_amplitudes"):
+        scale = np.abs(ref[key]).max()
+        np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12 * scale)
