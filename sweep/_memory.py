@@ -274,11 +274,13 @@ def peak_bytes(engine: CompiledAcoustic, strategy: str, *, interval: int = 1,
         if storage != "disk" and compression is None:
             return base + nbytes
         # Staged through a scratch chunk plus copies in flight (measured: 2.3-2.8
-        # chunks for disk, ~3.7 with the bf16 conversion's temporaries).  A disk
-        # slower than the kernels can hold up to _DISK_QUEUE_BYTES more in the
-        # writer's queue; that is not counted.
+        # chunks for disk; with bf16, converted by sweep._C without temporaries,
+        # 1.4 in memory and 1.2 on disk).  A disk slower than the kernels can
+        # hold up to _DISK_QUEUE_BYTES more in the writer's queue; that is not
+        # counted.
         chunk = min(full_bytes(engine, interval, None), _SCRATCH_BYTES)
-        extra = int((3.7 if compression else 3.0) * chunk)
+        factor = 3.0 if not compression else 1.2 if storage == "disk" else 1.45
+        extra = int(factor * chunk)
         return base + extra + (0 if storage == "disk" else nbytes)
     if strategy == "boundary":
         return base + boundary_bytes(engine) + 2 * engine.field_bytes

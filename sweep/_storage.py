@@ -104,6 +104,17 @@ def to_bf16(x: Any, xp: Any = np) -> Any:
     x32 = xp.ascontiguousarray(xp.asarray(x, dtype=xp.float32))
     if xp is not np:
         return _cupy_kernels()[0](x32)
+    compiled = _compiled_bf16()
+    if compiled is not None:
+        out = np.empty(x32.shape, np.uint16)
+        compiled.to_bf16_into(x32.reshape(-1).view(np.uint32), out.reshape(-1))
+        return out
+    return _to_bf16_numpy(x32)
+
+
+def _to_bf16_numpy(x32: np.ndarray) -> np.ndarray:
+    """:func:`to_bf16` of a contiguous float32 NumPy array, in NumPy (the reference)."""
+    xp = np
     bits = x32.view(xp.uint32)
     # Round to nearest even: add 0x7FFF plus the lowest kept bit, then truncate.
     # Only NaN bit patterns can wrap around here, and they are replaced below.
@@ -145,9 +156,7 @@ def from_bf16(h: Any, dtype: Any = np.float32, xp: Any = np) -> Any:
     if xp is not np:
         h = xp.asarray(h, dtype=xp.uint16)
         return _from_bf16_into(h, xp.empty(h.shape, dtype=dtype), xp)
-    bits = xp.asarray(h, dtype=xp.uint16).astype(xp.uint32)
-    bits <<= 16
-    wide = bits.view(xp.float32)
+    wide = _from_bf16_into(h, np.empty(np.shape(h), np.float32), np)
     return wide if np.dtype(dtype) == np.float32 else wide.astype(dtype)
 
 
@@ -155,10 +164,25 @@ def _from_bf16_into(h: Any, out: Any, xp: Any) -> Any:
     if xp is not np:
         _cupy_kernels()[1](xp.asarray(h, dtype=xp.uint16), out)
         return out
-    bits = xp.asarray(h, dtype=xp.uint16).astype(xp.uint32)
+    h = np.ascontiguousarray(h, dtype=np.uint16)
+    compiled = _compiled_bf16()
+    if compiled is not None and out.dtype == np.float32 and out.flags.c_contiguous:
+        compiled.from_bf16_into(h.reshape(-1), out.reshape(-1).view(np.uint32))
+        return out
+    bits = h.astype(np.uint32)
     bits <<= 16
-    out[...] = bits.view(xp.float32)
+    out[...] = bits.view(np.float32)
     return out
+
+
+@functools.cache
+def _compiled_bf16() -> Any:
+    """``sweep._C`` for the multi-threaded conversions, or None without it (NumPy then)."""
+    try:
+        from . import _C
+    except ImportError:
+        return None
+    return _C if hasattr(_C, "to_bf16_into") else None
 
 
 @functools.cache

@@ -26,6 +26,11 @@ cdef extern from "acoustic_cpu.h" nogil:
     int sweep_openmp_enabled()
 
 
+cdef extern from "bf16_cpu.h" nogil:
+    void sweep_to_bf16(const unsigned int *src, unsigned short *dst, long long n)
+    void sweep_from_bf16(const unsigned short *src, unsigned int *dst, long long n)
+
+
 cdef extern from "layout_probe.h":
     int sweep_layout_probe(long long *out, int n)
 
@@ -86,3 +91,21 @@ def acoustic_run(int ndim, int order, bint is_double, bint adjoint, params, fiel
         rc = sweep_acoustic_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
     if rc != 0:
         raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
+
+
+def to_bf16_into(const unsigned int[::1] src, unsigned short[::1] dst):
+    """Round float32 bit patterns ``src`` to bfloat16 bit patterns in ``dst`` (same length)."""
+    if src.shape[0] != dst.shape[0]:
+        raise ValueError("to_bf16_into: src and dst differ in length")
+    with nogil:
+        sweep_to_bf16(&src[0] if src.shape[0] else NULL, &dst[0] if dst.shape[0] else NULL,
+                      src.shape[0])
+
+
+def from_bf16_into(const unsigned short[::1] src, unsigned int[::1] dst):
+    """Widen bfloat16 bit patterns ``src`` to float32 bit patterns in ``dst`` (same length)."""
+    if src.shape[0] != dst.shape[0]:
+        raise ValueError("from_bf16_into: src and dst differ in length")
+    with nogil:
+        sweep_from_bf16(&src[0] if src.shape[0] else NULL, &dst[0] if dst.shape[0] else NULL,
+                        src.shape[0])

@@ -208,6 +208,25 @@ def test_to_bf16_matches_reference_on_random_patterns():
     np.testing.assert_array_equal(to_bf16(x64, np), to_bf16(x64.astype(np.float32), np))
 
 
+def test_compiled_bf16_matches_numpy_bitwise():
+    """sweep._C's multi-threaded conversions give the NumPy reference's bits."""
+    from sweep import _storage
+
+    if _storage._compiled_bf16() is None:
+        pytest.skip("sweep._C is not built")
+    rng = np.random.default_rng(8)
+    # Every class of pattern: random bits (NaNs, infinities, subnormals
+    # included) and ties; long enough to be split between threads.
+    bits = rng.integers(0, 2**32, size=300_001, dtype=np.uint64).astype(np.uint32)
+    bits[::7] = (bits[::7] & 0xFFFF0000) | 0x8000
+    x = bits.view(np.float32)
+    got = to_bf16(x, np)
+    np.testing.assert_array_equal(got, _storage._to_bf16_numpy(x))
+    back = from_bf16(got, np.float32, np)
+    np.testing.assert_array_equal(back.view(np.uint32), got.astype(np.uint32) << 16)
+    np.testing.assert_array_equal(to_bf16(x[:0], np), np.zeros(0, np.uint16))
+
+
 def test_to_bf16_keeps_nan():
     # Payloads only in the dropped low bits would truncate to infinity; the top one wraps.
     bits = np.array([0x7F800001, 0xFF800001, 0x7FC00000, 0xFFFFFFFF, 0x7F80FFFF], np.uint32)
