@@ -154,7 +154,7 @@ class CompiledAcoustic:
         self.dtype = np.dtype(dtype)
         # Below ~64k cells per step, OpenMP's per-step barriers cost more than
         # the work they share (badly so on a loaded machine): run on one thread.
-        small = geom.n_shots * geom.shot_stride < 65536
+        small = geom.n_shots * geom.kernel_shot_stride < 65536
         self.n_threads = int(n_threads or (1 if small else 0))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
 
@@ -183,7 +183,7 @@ class CompiledAcoustic:
     @property
     def field_bytes(self) -> int:
         """Bytes of one padded wavefield for every shot."""
-        return self.geom.n_shots * self.geom.shot_stride * self.dtype.itemsize
+        return self.geom.n_shots * self.geom.kernel_shot_stride * self.dtype.itemsize
 
     @property
     def cpml_strips(self) -> dict[int, list[tuple[slice, ...]]]:
@@ -200,11 +200,11 @@ class CompiledAcoustic:
     def state_bytes(self) -> int:
         """Bytes of one checkpoint (u^{t-1}, u^t and the CPML strips of psi and zeta)."""
         g = self.geom
-        cells = 2 * g.shot_stride
+        cells = 2 * g.kernel_shot_stride
         for d, ax in enumerate(self.axes):
             for strip in self.cpml_strips[ax]:
                 width = strip[-1].stop - strip[-1].start
-                cells += 2 * g.shot_stride // g.padded_shape[d] * width  # psi and zeta
+                cells += 2 * g.kernel_shot_stride // g.layout_shape[d] * width  # psi and zeta
         return g.n_shots * cells * self.dtype.itemsize
 
     # -- buffers ---------------------------------------------------------------
@@ -216,42 +216,50 @@ class CompiledAcoustic:
         return self.xp.zeros(shape, dtype=self.dtype)
 
     def _row_lead(self) -> int:
-        """Bytes before the first computed cell of a row that host fields shift by.
+        """Bytes before the cell of a row that host fields put on a cache line.
 
-        The CPU kernels update a row from x = halo in vectors of up to 32 bytes
-        (3D) or 64 (2D), and a vector load that straddles two cache lines
-        costs two loads (measured on AMD family 26: 0.95 instead of 1.9 per
-        cycle).  Page-aligned fields put x = halo 8-16 bytes past a line, so
-        half the taps straddled.  When rows are a whole number of 32-byte
-        units long, starting x = halo on a line boundary keeps every row's
-        vectors off the line boundaries; otherwise rows drift through the
-        offsets anyway and the fields stay as they are.  3D 128^3 + CPML 20,
-        order 8, one thread: 9.90 -> 9.27 ms per step (best of 6, median 11.3
-        -> 10.0); benchmarks/README.md.
+        The CPU kernels update a row in vectors of up to 32 bytes (3D) or 64
+        (2D), and a vector that straddles two cache lines costs two accesses.
+        Rows are whole lines (:attr:`Geometry.layout_shape`), so one shift
+        places the same cell of every row on a line boundary: x = halo in 3D
+        (measured on AMD family 26, 3D 128^3 + CPML 20, order 8, one thread:
+        9.90 -> 9.27 ms per step against fields as allocated), and in 2D the
+        first cell of the plain middle, where the bulk of a row's vectors run
+        (2D 300 x 1012 + CPML 20, order 4, 4 shots, 2 threads, Intel Xeon:
+        0.53-0.56 -> 0.41 ns per cell update against rows that drift through
+        the offsets; benchmarks/README.md).
         """
         g = self.geom
-        if g.padded_shape[-1] * self.dtype.itemsize % 32:
-            return 0
-        return g.halo * self.dtype.itemsize
+        first = g.plain_range(g.ndim - 1)[0] if g.ndim == 2 else g.halo
+        return first * self.dtype.itemsize
+
+    def _pitched(self, shape: tuple[int, ...], slot: int) -> Any:
+        """Zeroed array of ``shape`` (last axis a padded row) in the kernels' row layout.
+
+        A view of an array whose rows are :attr:`Geometry.layout_shape`'s
+        length; its data pointer is the wider array's.
+        """
+        wide = self.zeros(*shape[:-1], self.geom.layout_shape[-1], slot=slot)
+        return wide[..., : shape[-1]]
 
     def field(self, slot: int) -> Any:
-        """Return a zeroed padded wavefield of every shot.
+        """Return a zeroed padded wavefield of every shot, in the kernels' row layout.
 
         ``slot`` numbers the field among those one kernel call touches: host
         fields start at distinct offsets within a page (``_hostmem.field_phase``).
         """
         g = self.geom
-        return self.zeros(g.n_shots, *g.padded_shape, slot=slot)
+        return self._pitched((g.n_shots, *g.padded_shape), slot)
 
     def copy_field(self, x: Any, slot: int) -> Any:
         """Return a copy of ``x`` in field slot ``slot`` (see :meth:`field`)."""
-        out = self.zeros(*x.shape, slot=slot)
+        out = self._pitched(tuple(x.shape), slot)
         out[...] = x
         return out
 
     def kernel_v2dt2(self, v2dt2: Any) -> Any:
-        """v^2 dt^2 on the padded grid, at its own page offset on the host (see :meth:`field`)."""
-        return self.copy_field(v2dt2, _V2DT2_SLOT) if self.xp is np else v2dt2
+        """v^2 dt^2 on the padded grid in the kernels' row layout (see :meth:`field`)."""
+        return self.copy_field(v2dt2, _V2DT2_SLOT)
 
     def new_state(self) -> FwdState:
         return FwdState(self)
@@ -273,8 +281,8 @@ class CompiledAcoustic:
                 tuple(xp.asarray(x, dtype=self.dtype) for x in g.pml_profiles[d])
                 for d in range(g.ndim)
             ],
-            "src_idx": xp.asarray(g.src_idx) if g.n_src else None,
-            "rec_idx": xp.asarray(g.rec_idx) if g.n_rec else None,
+            "src_idx": xp.asarray(g.kernel_src_idx) if g.n_src else None,
+            "rec_idx": xp.asarray(g.kernel_rec_idx) if g.n_rec else None,
             "rec_groups": None,
         }
         if g.n_rec and xp is not np:
@@ -306,13 +314,14 @@ class CompiledAcoustic:
     def _rec_groups(self) -> tuple[Any, Any]:
         """Receivers grouped by cell for the CUDA adjoint injection (see sweep_common.h)."""
         g = self.geom
-        keys = (np.arange(g.n_shots)[:, None] * g.shot_stride + g.rec_idx).ravel()
+        keys = (np.arange(g.n_shots)[:, None] * g.kernel_shot_stride + g.kernel_rec_idx).ravel()
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
         first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
         end = np.r_[first[1:], len(keys)]
         cell = sorted_keys[first]
-        groups = np.stack([cell // g.shot_stride, cell % g.shot_stride, first, end], axis=1)
+        stride = g.kernel_shot_stride
+        groups = np.stack([cell // stride, cell % stride, first, end], axis=1)
         return (
             self.xp.asarray(np.ascontiguousarray(groups, dtype=np.int64)),
             self.xp.asarray(order.astype(np.int64)),

@@ -29,6 +29,9 @@ import numpy as np
 from . import _fd
 from ._params import ACOUSTIC_PARAMS
 
+# Row length granularity of kernel fields, in elements (64 bytes of float32).
+ROW_ALIGN = 16
+
 
 @dataclass(frozen=True, eq=False)
 class Geometry:
@@ -79,6 +82,40 @@ class Geometry:
             n + self.pml_width[2 * d] + self.pml_width[2 * d + 1] + 2 * h
             for d, n in enumerate(self.model_shape)
         )
+
+    @cached_property
+    def layout_shape(self) -> tuple[int, ...]:
+        """Shape of one shot's field in the compiled kernels' memory.
+
+        :attr:`padded_shape` with each row (the last axis) lengthened to a
+        multiple of ``ROW_ALIGN`` elements, so that rows are whole 64-byte
+        lines and every row's cells sit at the same offsets within lines: with
+        rows of 1044 floats (the 2D benchmark), the 64-byte vectors of three
+        rows in four straddled two lines.  The kernels index through
+        :attr:`strides` and never touch the extra cells.
+        """
+        *outer, n = self.padded_shape
+        return (*outer, -(-n // ROW_ALIGN) * ROW_ALIGN)
+
+    @property
+    def kernel_shot_stride(self) -> int:
+        """Elements in one shot's field in the kernels' layout (:attr:`layout_shape`)."""
+        return math.prod(self.layout_shape)
+
+    def kernel_index(self, idx: np.ndarray) -> np.ndarray:
+        """Flat indices into one shot's padded field, moved to :attr:`layout_shape`."""
+        n_x, pitch = self.padded_shape[-1], self.layout_shape[-1]
+        return idx // n_x * pitch + idx % n_x
+
+    @cached_property
+    def kernel_src_idx(self) -> np.ndarray:
+        """:attr:`src_idx` in the kernels' layout."""
+        return np.ascontiguousarray(self.kernel_index(self.src_idx))
+
+    @cached_property
+    def kernel_rec_idx(self) -> np.ndarray:
+        """:attr:`rec_idx` in the kernels' layout."""
+        return np.ascontiguousarray(self.kernel_index(self.rec_idx))
 
     @cached_property
     def strides(self) -> tuple[int, ...]:
@@ -197,7 +234,7 @@ class Geometry:
         p["n_rec"] = self.n_rec
         p["nt"] = self.nt
         p["halo"] = self.halo
-        p["shot_stride"] = self.shot_stride
+        p["shot_stride"] = self.kernel_shot_stride
         shape = [1, 1, 1]
         p["plain_lo"] = [0, 0, 0]
         p["plain_hi"] = [1, 1, 1]
@@ -209,7 +246,8 @@ class Geometry:
             p["rdx"][off + d] = 1.0 / self.spacing[d]
             p["rdx2"][off + d] = 1.0 / self.spacing[d] ** 2
         p["shape"] = shape
-        p["stride"] = [shape[1] * shape[2], shape[2], 1]
+        pitch = self.layout_shape[-1]
+        p["stride"] = [shape[1] * pitch, pitch, 1]
         p["model_lo"] = [0, 0, 0]
         p["model_hi"] = [1, 1, 1]
         for d in range(self.ndim):
@@ -231,12 +269,12 @@ class Geometry:
 
     @cached_property
     def band_idx(self) -> np.ndarray:
-        """Flat padded indices of the band: model cells within a halo of the CPML.
+        """Flat indices (kernels' layout) of the band: model cells within a halo of the CPML.
 
         Boundary saving keeps u and W of these cells; the rest of the model
         (the plain cells) is recomputed backwards in time.
         """
-        band = np.zeros(self.padded_shape, dtype=bool)
+        band = np.zeros(self.layout_shape, dtype=bool)
         band[self.model_slices()] = True
         band[tuple(slice(*self.plain_range(d)) for d in range(self.ndim))] = False
         return np.flatnonzero(band).astype(np.int64)
@@ -248,9 +286,9 @@ class Geometry:
         One entry per row (z, y) of a shot's padded field; -1 when the row has
         no band cells.
         """
-        n_x = self.padded_shape[-1]
+        n_x = self.layout_shape[-1]
         rows = self.band_idx // n_x
-        n_rows = self.shot_stride // n_x
+        n_rows = self.kernel_shot_stride // n_x
         out = np.full(n_rows, -1, dtype=np.int64)
         first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
         out[rows[first]] = first

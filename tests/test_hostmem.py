@@ -50,23 +50,25 @@ def test_kernel_fields_start_at_distinct_page_offsets():
     assert len(set(offsets)) == len(offsets)
 
 
-@pytest.mark.parametrize("nx", [40, 41])  # rows of 48 (whole 32-byte units) and 49 floats
-def test_rows_start_their_computed_cells_on_a_line_when_they_can(nx):
-    problem = random_problem(3, np.float32, nt=5)
-    problem["v"] = np.full((12, 12, nx), 2000.0, np.float32)
-    problem["pml_width"] = 0
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("nx", [40, 41])  # padded rows of 54 and 55 floats
+def test_every_row_starts_its_main_cells_on_a_line(ndim, nx):
+    """Rows are whole lines; x = halo (3D) or the plain middle's first cell (2D) starts one."""
+    problem = random_problem(ndim, np.float32, nt=5)
+    problem["v"] = np.full((*problem["v"].shape[:-1], nx), 2000.0, np.float32)
+    problem["pml_width"] = 3
     problem["accuracy"] = 8
     args = inspect.signature(sweep.acoustic).bind(**problem)
     args.apply_defaults()
     geom = _prepare(**args.arguments).geom
     engine = CompiledAcoustic(geom, np, np.dtype(np.float32))
-    row_bytes = geom.padded_shape[-1] * 4
     state = engine.new_state()
-    first = [f[0, 0, 0, geom.halo :].ctypes.data for f in (state.u, state.u_prev)]
-    if row_bytes % 32 == 0:
-        assert all(a % 64 == 0 for a in first)
-    else:
-        assert all(f.ctypes.data % 64 == 0 for f in (state.u, state.u_prev))
+    assert geom.layout_shape[-1] * 4 % 64 == 0
+    x0 = geom.halo if ndim == 3 else geom.plain_range(ndim - 1)[0]
+    v2dt2 = engine.kernel_v2dt2(np.ones(geom.padded_shape, np.float32))
+    for field in (state.u[0], state.u_prev[0], v2dt2):
+        rows = field.reshape(-1, *field.shape[-1:]) if ndim == 2 else field[1]
+        assert all(rows[y, x0:].ctypes.data % 64 == 0 for y in range(4))
     offsets = {f.ctypes.data % 4096 for f in (state.u, state.u_prev)}
     assert len(offsets) == 2
 
