@@ -281,8 +281,8 @@ class CompiledAcoustic:
                 tuple(xp.asarray(x, dtype=self.dtype) for x in g.pml_profiles[d])
                 for d in range(g.ndim)
             ],
-            "src_idx": xp.asarray(g.kernel_src_idx) if g.n_src else None,
-            "rec_idx": xp.asarray(g.kernel_rec_idx) if g.n_rec else None,
+            "src_idx": xp.asarray(g.kernel_index(g.src_idx)) if g.n_src else None,
+            "rec_idx": xp.asarray(g.kernel_index(g.rec_idx)) if g.n_rec else None,
             "rec_groups": None,
         }
         if g.n_rec and xp is not np:
@@ -314,7 +314,8 @@ class CompiledAcoustic:
     def _rec_groups(self) -> tuple[Any, Any]:
         """Receivers grouped by cell for the CUDA adjoint injection (see sweep_common.h)."""
         g = self.geom
-        keys = (np.arange(g.n_shots)[:, None] * g.kernel_shot_stride + g.kernel_rec_idx).ravel()
+        keys = np.arange(g.n_shots)[:, None] * g.kernel_shot_stride + g.kernel_index(g.rec_idx)
+        keys = keys.ravel()
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
         first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])

@@ -108,16 +108,6 @@ class Geometry:
         return idx // n_x * pitch + idx % n_x
 
     @cached_property
-    def kernel_src_idx(self) -> np.ndarray:
-        """:attr:`src_idx` in the kernels' layout."""
-        return np.ascontiguousarray(self.kernel_index(self.src_idx))
-
-    @cached_property
-    def kernel_rec_idx(self) -> np.ndarray:
-        """:attr:`rec_idx` in the kernels' layout."""
-        return np.ascontiguousarray(self.kernel_index(self.rec_idx))
-
-    @cached_property
     def strides(self) -> tuple[int, ...]:
         """Element strides of the padded shape (C order)."""
         out, acc = [], 1
