@@ -114,8 +114,7 @@ def to_bf16(x: Any, xp: Any = np) -> Any:
 
 def _to_bf16_numpy(x32: np.ndarray) -> np.ndarray:
     """:func:`to_bf16` of a contiguous float32 NumPy array, in NumPy (the reference)."""
-    xp = np
-    bits = x32.view(xp.uint32)
+    bits = x32.view(np.uint32)
     # Round to nearest even: add 0x7FFF plus the lowest kept bit, then truncate.
     # Only NaN bit patterns can wrap around here, and they are replaced below.
     rounded = bits >> 16
@@ -125,7 +124,7 @@ def _to_bf16_numpy(x32: np.ndarray) -> np.ndarray:
     rounded >>= 16
     # A NaN whose payload sits in the dropped bits would truncate to infinity.
     quiet_nan = (bits >> 16) | 0x0040
-    return xp.where(xp.isnan(x32), quiet_nan, rounded).astype(xp.uint16)
+    return np.where(np.isnan(x32), quiet_nan, rounded).astype(np.uint16)
 
 
 def from_bf16(h: Any, dtype: Any = np.float32, xp: Any = np) -> Any:

@@ -737,10 +737,9 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
    * follow that step's correlation.
    */
   const sweep_int rows_per_shot = p->shape[0] * p->shape[1];
-  int rows_ok = 0;
+  int pairing = 0; /* set by source_rows: 1 unless its flags got no memory */
   unsigned char *src_rows =
-      f->store && f->grad_v2dt2 && !recon ? SWEEP_FN(source_rows)(p, f, &rows_ok) : NULL;
-  const int pairing = rows_ok;
+      f->store && f->grad_v2dt2 && !recon ? SWEEP_FN(source_rows)(p, f, &pairing) : NULL;
   const sweep_int n_m2 = mhi2 - mlo2;
 #pragma omp parallel num_threads(n_threads)
   {
