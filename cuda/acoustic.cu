@@ -44,18 +44,33 @@ __device__ __forceinline__ void sweep_axes(void *const *src, sweep_int off, R **
   for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (R *)src[d] + off : (R *)0;
 }
 
-/* Index of model cell c in a compact snapshot, or -1 outside the model. */
-__device__ __forceinline__ sweep_int sweep_model_index(const sweep_acoustic_params &p,
+/* Index of cell c in a compact snapshot ([store_lo, store_hi): the model and
+ * its CPML), or -1 outside it. */
+__device__ __forceinline__ sweep_int sweep_store_index(const sweep_acoustic_params &p,
                                                        const sweep_int *c) {
   for (int d = 0; d < 3; ++d)
-    if (c[d] < p.model_lo[d] || c[d] >= p.model_hi[d]) return -1;
-  const sweep_int m1 = p.model_hi[1] - p.model_lo[1], m2 = p.model_hi[2] - p.model_lo[2];
-  return ((c[0] - p.model_lo[0]) * m1 + (c[1] - p.model_lo[1])) * m2 + (c[2] - p.model_lo[2]);
+    if (c[d] < p.store_lo[d] || c[d] >= p.store_hi[d]) return -1;
+  const sweep_int m1 = p.store_hi[1] - p.store_lo[1], m2 = p.store_hi[2] - p.store_lo[2];
+  return ((c[0] - p.store_lo[0]) * m1 + (c[1] - p.store_lo[1])) * m2 + (c[2] - p.store_lo[2]);
 }
 
-__device__ __forceinline__ sweep_int sweep_model_cells(const sweep_acoustic_params &p) {
-  return (p.model_hi[0] - p.model_lo[0]) * (p.model_hi[1] - p.model_lo[1]) *
-         (p.model_hi[2] - p.model_lo[2]);
+__device__ __forceinline__ sweep_int sweep_store_cells(const sweep_acoustic_params &p) {
+  return (p.store_hi[0] - p.store_lo[0]) * (p.store_hi[1] - p.store_lo[1]) *
+         (p.store_hi[2] - p.store_lo[2]);
+}
+
+/* Position of cell c in outer_idx (the CPML and the band, in flat order), or
+ * -1 for a plain cell: a row outside the plain cells in z or y is outer as a
+ * whole, others at their two x ends (copy_outer_row on the CPU). */
+__device__ __forceinline__ sweep_int sweep_outer_pos(const sweep_acoustic_params &p,
+                                                     const sweep_int *outer_row,
+                                                     const sweep_int *c, int mask) {
+  const sweep_int r = outer_row[c[0] * p.shape[1] + c[1]];
+  if (r < 0) return -1;
+  if (mask & 3) return r + c[2] - p.store_lo[2];
+  if (c[2] < p.plain_lo[2]) return r + c[2] - p.store_lo[2];
+  if (c[2] >= p.plain_hi[2]) return r + (p.plain_lo[2] - p.store_lo[2]) + c[2] - p.plain_hi[2];
+  return -1;
 }
 
 /* slot: compact snapshot slot of this step, or -1 (not stored). */
@@ -74,13 +89,42 @@ extern "C" __global__ void acoustic_forward(const sweep_acoustic_params p,
     pa[d] = (const R *)f.pml_a[d];
     pb[d] = (const R *)f.pml_b[d];
   }
+  const int mask = sweep_pml_mask(p, c);
+  /* The CPML replay holds the outer cells only (band u loaded each step). */
+  if (f.replay_w && !mask) return;
   const R w = FN(acoustic_fwd_point)(&p, (const R *)f.v2dt2, (const R *)f.u + off,
                                      (R *)f.u_prev + off, psi, psi_new, zeta, pa, pb, i, c[0],
-                                     c[1], c[2], sweep_pml_mask(p, c));
+                                     c[1], c[2], mask);
   if (f.store && slot >= 0) {
-    const sweep_int m = sweep_model_index(p, c);
-    if (m >= 0) ((R *)f.store)[(slot * p.n_shots + shot) * sweep_model_cells(p) + m] = w;
+    const sweep_int m = sweep_store_index(p, c);
+    if (m >= 0) ((R *)f.store)[(slot * p.n_shots + shot) * sweep_store_cells(p) + m] = w;
   }
+  if (f.replay_w) {
+    const sweep_int o = sweep_outer_pos(p, f.outer_row, c, mask);
+    if (o >= 0) ((R *)f.replay_w)[(slot * p.n_shots + shot) * p.n_outer + o] = w;
+  }
+}
+
+/* CPML replay: the band's saved u^t into u before the step. */
+extern "C" __global__ void acoustic_band_load(const sweep_acoustic_params p,
+                                              const sweep_acoustic_fields f, sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_band) return;
+  const sweep_int shot = item / p.n_band, j = item % p.n_band;
+  ((R *)f.u)[shot * p.shot_stride + f.band_idx[j]] =
+      ((const R *)f.band_u)[slot * p.n_shots * p.n_band + item];
+}
+
+/* Boundary saving, adjoint: correlate the CPML cells with W^t of the replay. */
+extern "C" __global__ void acoustic_replay_correlate(const sweep_acoustic_params p,
+                                                     const sweep_acoustic_fields f,
+                                                     sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_cpml) return;
+  const sweep_int shot = item / p.n_cpml, j = f.cpml_pos[item % p.n_cpml];
+  const sweep_int i = shot * p.shot_stride + f.outer_idx[j];
+  ((R *)f.grad_v2dt2)[i] +=
+      ((const R *)f.u)[i] * ((const R *)f.replay_w)[(slot * p.n_shots + shot) * p.n_outer + j];
 }
 
 /* Boundary saving, forward: u^t and W^t of the band (before the step's swap). */
@@ -182,9 +226,9 @@ extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
   if (!f.grad_v2dt2) return;
   R *grad = (R *)f.grad_v2dt2 + off;
   if (f.store && slot >= 0) {
-    const sweep_int m = sweep_model_index(p, c);
+    const sweep_int m = sweep_store_index(p, c);
     if (m >= 0)
-      grad[i] += mu[i] * ((const R *)f.store)[(slot * p.n_shots + shot) * sweep_model_cells(p) + m];
+      grad[i] += mu[i] * ((const R *)f.store)[(slot * p.n_shots + shot) * sweep_store_cells(p) + m];
   }
   if (f.recon_u && !mask)
     FN(acoustic_recon_point)(&p, (const R *)f.v2dt2, (const R *)f.recon_u + off,

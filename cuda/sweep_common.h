@@ -67,9 +67,15 @@ typedef struct sweep_acoustic_params {
   sweep_int free_hi[3];
   sweep_int model_lo[3];  /* [model_lo, model_hi): the model cells (no CPML, no halo) */
   sweep_int model_hi[3];
+  sweep_int store_lo[3];  /* [store_lo, store_hi): the cells whose W^t a gradient snapshot
+                             holds: model and CPML (every cell whose v^2 dt^2 comes from the
+                             model), the halo excluded */
+  sweep_int store_hi[3];
   sweep_int store_every;  /* snapshot sampling interval k: steps t with t % k == 0 are stored */
   sweep_int n_band;       /* cells per shot in band_idx (boundary saving), else 0 */
   sweep_int n_rec_groups; /* entries of rec_groups (CUDA receiver injection) */
+  sweep_int n_outer;      /* cells per shot in outer_idx (CPML replay), else 0 */
+  sweep_int n_cpml;       /* entries of cpml_pos */
   /* CPU temporal blocking of forward steps that store nothing (0 or 1: off):
    * block_steps steps per sweep along the outermost axis, in groups of
    * block_group planes; in 3D, tiles of block_tile rows in y. */
@@ -118,6 +124,17 @@ typedef struct sweep_acoustic_fields {
   void *band_w;           /* (n_steps, n_shots, n_band): W^t on the band */
   void *recon_u_next;     /* adjoint pass only: u^{t+1} on entry, receives u^{t-1} */
   void *recon_u;          /* adjoint pass only: u^t */
+  /* CPML replay (boundary saving): the CPML cannot run backwards in time, so
+   * the adjoint pass re-runs it forward over a segment of steps from a saved
+   * state, with the band's u^t loaded from band_u each step (the band is the
+   * CPML's inner boundary condition).  outer = store cells farther from the
+   * plain cells: the CPML and the band.  Forward: replay_w receives W^t of the
+   * outer cells (n_steps, n_shots, n_outer); adjoint: the CPML cells' entries
+   * (cpml_pos) are correlated with mu^{t+1}. */
+  void *replay_w;
+  const sweep_int *outer_idx; /* (n_outer,) flat indices per shot, ascending */
+  const sweep_int *outer_row; /* (shape[0] * shape[1],) first outer_idx entry of each row, or -1 */
+  const sweep_int *cpml_pos;  /* (n_cpml,) positions in outer_idx of the CPML cells */
   /* CUDA adjoint receiver injection, one thread per (shot, receiver cell):
    * rec_groups[4 g .. 4 g + 3] = shot, cell, first, end into rec_order, which
    * lists receivers (shot * n_rec + r) by cell, in receiver order, so

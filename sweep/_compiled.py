@@ -10,7 +10,7 @@ The memory strategies (``sweep._memory``) see only this small interface:
 :meth:`CompiledAcoustic.forward_steps` / :meth:`CompiledAcoustic.adjoint_steps`
 on a :class:`FwdState` / :class:`AdjState`, state copies for checkpoints, and
 three facts about the equation: the snapshot a gradient step needs (``W`` of
-the model cells, :attr:`snapshot_shape`), the band of cells boundary saving
+the model and CPML cells, :attr:`snapshot_shape`), the band of cells boundary saving
 keeps (:attr:`band_shape`), and the bytes of one full state.
 """
 
@@ -86,6 +86,19 @@ class FwdState:
                 out.append(self.psi[ax][0][sl])
                 out.append(self.zeta[ax][sl])
         return out
+
+    def outer_parts(self) -> list[Any]:
+        """Return views of what a CPML replay starts from (see :mod:`sweep._memory`).
+
+        u^{t-1} and u^t on the strips next to each face (the CPML, the band
+        and the halo; corners appear once per axis) and the CPML memory
+        variables, whose strips are the same.
+        """
+        out = []
+        for field in (self.u_prev, self.u):
+            for ax in self.psi:
+                out.extend(field[sl] for sl in self._strips[ax])
+        return out + self.parts()[2:]
 
     def save(self) -> list[Any]:
         """Return a checkpoint: copies of :meth:`parts`."""
@@ -172,8 +185,24 @@ class CompiledAcoustic:
     # -- facts the memory strategies use --------------------------------------
     @property
     def snapshot_shape(self) -> tuple[int, ...]:
-        """Shape of one step's gradient snapshot: W of the model cells, every shot."""
-        return (self.geom.n_shots, *self.geom.model_shape)
+        """Shape of one step's gradient snapshot: W of the model and CPML cells, every shot."""
+        return (self.geom.n_shots, *self.geom.store_shape)
+
+    @property
+    def outer_shape(self) -> tuple[int, ...]:
+        """Shape of one step of a CPML replay's output (W of the outer cells, every shot)."""
+        return (self.geom.n_shots, len(self.geom.outer_idx))
+
+    @property
+    def outer_state_bytes(self) -> int:
+        """Bytes of the state a CPML replay starts from (:meth:`FwdState.outer_parts`)."""
+        g = self.geom
+        cells = 0
+        for d, ax in enumerate(self.axes):
+            for strip in self.cpml_strips[ax]:
+                width = strip[-1].stop - strip[-1].start
+                cells += 4 * g.kernel_shot_stride // g.layout_shape[d] * width
+        return g.n_shots * cells * self.dtype.itemsize
 
     @property
     def band_shape(self) -> tuple[int, ...]:
@@ -329,17 +358,28 @@ class CompiledAcoustic:
         )
 
     @functools.cached_property
-    def _band_arrays(self) -> tuple[Any, Any]:
-        return self.xp.asarray(self.geom.band_idx), self.xp.asarray(self.geom.band_row)
+    def _band_arrays(self) -> tuple[Any, ...]:
+        g = self.geom
+        return tuple(
+            self.xp.asarray(x)
+            for x in (g.band_idx, g.band_row, g.outer_idx, g.outer_row, g.cpml_pos)
+        )
 
-    def _band(self, f: _Fields) -> None:
+    def _band(self, f: _Fields, replay_w: Any = None) -> None:
         f.set("band_idx", self._band_arrays[0])
         f.set("band_row", self._band_arrays[1])
+        if replay_w is not None:
+            f.set("replay_w", replay_w)
+            f.set("outer_idx", self._band_arrays[2])
+            f.set("outer_row", self._band_arrays[3])
+            f.set("cpml_pos", self._band_arrays[4])
 
     def _params(self, store_every: int, band: bool) -> np.ndarray:
         p = self._constants["params"].copy()
         p["store_every"] = store_every
         p["n_band"] = len(self.geom.band_idx) if band else 0
+        p["n_outer"] = len(self.geom.outer_idx) if band else 0
+        p["n_cpml"] = len(self.geom.cpml_pos) if band else 0
         return p
 
     # -- stepping ----------------------------------------------------------------
@@ -411,6 +451,38 @@ class CompiledAcoustic:
             params["block_steps"], params["block_group"], params["block_tile"] = blocking
         self._run(g.ndim, g.order, self.dtype == np.float64, False, params, f.rec, t0, n,
                   self.n_threads)  # fmt: skip
+        self._swap_forward(state, n)
+
+    def replay_steps(
+        self, state: FwdState, v2dt2: Any, t0: int, n: int, *, band_u: Any, replay_w: Any
+    ) -> None:
+        """Re-run the CPML forward over steps ``t0 .. t0+n-1`` (boundary saving).
+
+        ``state`` holds the outer cells at step ``t0``
+        (:meth:`FwdState.outer_parts`); each step first loads the band's u^t
+        from ``band_u`` (slot 0: step ``t0``), the CPML's inner boundary, and
+        ``replay_w`` (n, n_shots, n_outer) receives W^t of the outer cells,
+        bitwise what the forward pass computed on the CPML cells.  Plain cells
+        are not updated and the band's results are not meaningful.
+        """
+        if n <= 0:
+            return
+        g = self.geom
+        f = _Fields()
+        self._common(f, v2dt2, None)
+        f.set("u_prev", state.u_prev)
+        f.set("u", state.u)
+        for ax in self.axes:
+            f.set("psi", state.psi[ax][0], ax)
+            f.set("psi_new", state.psi[ax][1], ax)
+            f.set("zeta", state.zeta[ax], ax)
+        self._band(f, replay_w)
+        f.set("band_u", band_u)
+        self._run(g.ndim, g.order, self.dtype == np.float64, False, self._params(1, True), f.rec,
+                  t0, n, self.n_threads)  # fmt: skip
+        self._swap_forward(state, n)
+
+    def _swap_forward(self, state: FwdState, n: int) -> None:
         if n % 2:
             state.u_prev, state.u = state.u, state.u_prev
             for ax in self.axes:
@@ -429,13 +501,16 @@ class CompiledAcoustic:
         store_every: int = 1,
         band_w: Any = None,
         band_u_offset: tuple[Any, int] | None = None,
+        replay_w: Any = None,
     ) -> None:
         """Run adjoint steps ``t_end-1`` down to ``t_end-n``.
 
         ``store``: snapshots of this range as :meth:`forward_steps` wrote them.
         Boundary saving (``adj.recon`` set): ``band_w`` holds slots t_end-n ..
         t_end-1; ``band_u_offset = (array, offset_bytes)`` points at the slot
-        of step t_end-n-1 (the offset may reach one slot before the array).
+        of step t_end-n-1 (the offset may reach one slot before the array);
+        ``replay_w`` holds W of the outer cells for slots t_end-n .. t_end-1
+        (:meth:`replay_steps`).
         """
         if n <= 0:
             return
@@ -458,7 +533,7 @@ class CompiledAcoustic:
         if recon:
             f.set("recon_u_next", adj.recon_next)
             f.set("recon_u", adj.recon)
-            self._band(f)
+            self._band(f, replay_w)
             f.set("band_w", band_w)
             arr, offset = band_u_offset if band_u_offset is not None else (None, 0)
             f.set("band_u", arr, offset=offset)

@@ -116,8 +116,14 @@ def run_steps(
     k = max(int(p["store_every"]), 1)
     n_band = int(p["n_band"]) if int(f["band_idx"]) else 0
     recon = adjoint and bool(int(f["recon_u"])) and bool(int(f["grad_v2dt2"]))
+    # CPML replay (boundary saving): the forward loads the band's u^t and keeps
+    # W^t of the outer cells; the adjoint correlates the CPML cells with it.
+    replay = bool(int(f["replay_w"]))
     band = mod.get_function("acoustic_band_restore" if adjoint else "acoustic_band_save")
+    band_load = mod.get_function("acoustic_band_load")
     band_grid = ((n_shots * n_band + 255) // 256,)
+    correlate = mod.get_function("acoustic_replay_correlate")
+    cpml_grid = ((n_shots * int(p["n_cpml"]) + 255) // 256,)
     # Receivers: one thread each (forward), one per receiver cell (adjoint).
     receivers = mod.get_function("acoustic_inject_residuals" if adjoint else "acoustic_record")
     n_rec_items = int(p["n_rec_groups"]) if adjoint else n_shots * int(p["n_rec"])
@@ -125,8 +131,11 @@ def run_steps(
     for step in steps:
         # Same slot rule as the CPU driver (store_slot in acoustic_cpu_impl.h).
         slot = step // k - (t_first + k - 1) // k if step % k == 0 else -1
+        if replay:
+            slot = step - t_first
         if not adjoint and n_band:
-            band(band_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
+            load_or_save = band_load if replay else band
+            load_or_save(band_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
         main(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
         if rec_grid is not None:
             receivers(rec_grid, (256,), (p[()], f[()], np.int64(step)))
@@ -137,6 +146,8 @@ def run_steps(
                 (256,),
                 (p[()], f[()], np.int64(step - t_first), np.int32(step > 0)),
             )
+        if recon and replay:
+            correlate(cpml_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
         for d, side in faces:
             n1 = int(shape[1 if d == 0 else 0]) * int(shape[2 if d != 2 else 1])
             total = n_shots * h * n1

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _fd
 from ._grid import Geometry
-from ._xp import array_namespace, device_of, pad_zeros, scatter_add, stop_gradient
+from ._xp import array_namespace, device_of, pad_zeros, scatter_add
 
 
 @dataclass
@@ -52,9 +52,6 @@ class EagerAcoustic:
             shape[d] = -1
             live = live * g.axis_live(d).reshape(shape)
         self.live = self._asarray(live[None])
-        in_model = np.zeros(g.padded_shape)
-        in_model[g.model_slices()] = 1.0
-        self.in_model = self._asarray(in_model)
         self.pml = []
         for d in range(nd):
             shape = [1] * (nd + 1)
@@ -87,17 +84,13 @@ class EagerAcoustic:
     def v2dt2(self, v: Any) -> Any:
         """(v dt)^2 on the padded grid, zero outside the updated cells.
 
-        The CPML's copy of the edge velocities is a constant of the gradient
-        (the definition every memory strategy of the compiled path shares).
+        The CPML copies the edge velocities outward; autodiff carries that
+        copy's derivative back to the edge cells, as the compiled path does.
         """
         xp = self.xp
-
-        def pad(x: Any) -> Any:
-            for d, m in enumerate(self.maps):
-                x = xp.take(x, m, axis=d)
-            return x
-
-        v_pad = pad(v) * self.in_model + pad(stop_gradient(v)) * (1 - self.in_model)
+        v_pad = v
+        for d, m in enumerate(self.maps):
+            v_pad = xp.take(v_pad, m, axis=d)
         return (v_pad * self.geom.dt) ** 2 * self.live[0]
 
     # -- stencils ------------------------------------------------------------

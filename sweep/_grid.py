@@ -9,13 +9,13 @@ near the edge read zeros), or, behind a free surface, the odd mirror image of
 the wavefield.  A free-surface face has no CPML; the surface is the first
 (or last) model row along that axis, where the wavefield is held at zero.
 
-The model is extended into the CPML by repeating its edge values.  That
-extension is a constant of the gradient, like the CPML profiles: the model
-gradient is the derivative with respect to the velocity of the model cells,
-with the absorbing layer's velocity held fixed.  Every memory strategy
-(full storage, checkpointing, boundary saving) and the eager path use this
-one definition, so their gradients can be compared exactly; the wavefield in
-the CPML is not time-reversible, so boundary saving could not give more.
+The model is extended into the CPML by repeating its edge values, and that
+extension is part of the function the gradient differentiates: every cell
+whose v^2 dt^2 comes from the model (the model and its CPML, the halo
+excluded: :meth:`Geometry.store_slices`) enters the correlation, and
+:meth:`Geometry.fold_to_model` adds the CPML's share onto the edge cells it
+copies (the transpose of :meth:`Geometry.pad`).  The CPML profiles (from
+``max_vel`` and ``pml_freq``) are constants of the gradient.
 """
 
 from __future__ import annotations
@@ -243,6 +243,11 @@ class Geometry:
         for d in range(self.ndim):
             p["model_lo"][off + d] = self.lo(d)
             p["model_hi"][off + d] = self.lo(d) + self.model_shape[d]
+        p["store_lo"] = [0, 0, 0]
+        p["store_hi"] = [1, 1, 1]
+        for d in range(self.ndim):
+            p["store_lo"][off + d] = self.halo
+            p["store_hi"][off + d] = self.padded_shape[d] - self.halo
         p["store_every"] = 1
         p["n_band"] = 0
         p["slot_shots"] = self.n_shots
@@ -256,6 +261,37 @@ class Geometry:
     def model_slices(self) -> tuple[slice, ...]:
         """Slices of the model cells in a padded field (without the shot axis)."""
         return tuple(slice(self.lo(d), self.lo(d) + n) for d, n in enumerate(self.model_shape))
+
+    def store_slices(self) -> tuple[slice, ...]:
+        """Slices of the cells a gradient snapshot holds: the model and its CPML.
+
+        Every cell whose v^2 dt^2 derives from the model (the halo excluded).
+        """
+        h = self.halo
+        return tuple(slice(h, n - h) for n in self.padded_shape)
+
+    @property
+    def store_shape(self) -> tuple[int, ...]:
+        """Shape of one shot's gradient snapshot (:meth:`store_slices`)."""
+        return tuple(n - 2 * self.halo for n in self.padded_shape)
+
+    def fold_to_model(self, g: object) -> object:
+        """Sum a gradient on padded cells onto the model cells whose values they copy.
+
+        The transpose of :meth:`pad` (edge repetition): each CPML cell adds
+        its share to the edge cell it repeats.  ``g`` has the padded shape
+        (NumPy or CuPy); the result has :attr:`model_shape`.
+        """
+        xp = _array_module(g)
+        for d, n in enumerate(self.model_shape):
+            lo = self.lo(d)
+            first = _along(g, d, 0, lo + 1).sum(axis=d, keepdims=True)
+            last = _along(g, d, lo + n - 1, self.padded_shape[d]).sum(axis=d, keepdims=True)
+            if n == 1:
+                g = first + last - _along(g, d, lo, lo + 1)
+            else:
+                g = xp.concatenate([first, _along(g, d, lo + 1, lo + n - 1), last], axis=d)
+        return g
 
     @cached_property
     def band_idx(self) -> np.ndarray:
@@ -276,13 +312,31 @@ class Geometry:
         One entry per row (z, y) of a shot's padded field; -1 when the row has
         no band cells.
         """
-        n_x = self.layout_shape[-1]
-        rows = self.band_idx // n_x
-        n_rows = self.kernel_shot_stride // n_x
-        out = np.full(n_rows, -1, dtype=np.int64)
-        first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
-        out[rows[first]] = first
-        return out
+        return _row_starts(self.band_idx, self.layout_shape[-1], self.kernel_shot_stride)
+
+    @cached_property
+    def outer_idx(self) -> np.ndarray:
+        """Flat indices (kernels' layout) of the stored cells that are not plain.
+
+        The CPML and the band: what the boundary-saving adjoint replays
+        forward from a saved state (:mod:`sweep._memory`), ascending.
+        """
+        outer = np.zeros(self.layout_shape, dtype=bool)
+        outer[self.store_slices()] = True
+        outer[tuple(slice(*self.plain_range(d)) for d in range(self.ndim))] = False
+        return np.flatnonzero(outer).astype(np.int64)
+
+    @cached_property
+    def outer_row(self) -> np.ndarray:
+        """First position in :attr:`outer_idx` of each padded row (-1: none)."""
+        return _row_starts(self.outer_idx, self.layout_shape[-1], self.kernel_shot_stride)
+
+    @cached_property
+    def cpml_pos(self) -> np.ndarray:
+        """Positions in :attr:`outer_idx` of the CPML cells (stored, not model)."""
+        model = np.zeros(self.layout_shape, dtype=bool)
+        model[self.model_slices()] = True
+        return np.flatnonzero(~model.reshape(-1)[self.outer_idx]).astype(np.int64)
 
     def pad_v2dt2(self, v: np.ndarray) -> np.ndarray:
         """(v dt)^2 on the padded grid for the compiled kernels (host or CuPy array).
@@ -312,6 +366,22 @@ class Geometry:
         return v[
             tuple(xp.asarray(i) for i in np.ix_(*[self.axis_map(d) for d in range(self.ndim)]))
         ]
+
+
+def _along(x: object, axis: int, a: int, b: int) -> object:
+    """``x[a:b]`` along ``axis``."""
+    sl = [slice(None)] * x.ndim
+    sl[axis] = slice(a, b)
+    return x[tuple(sl)]
+
+
+def _row_starts(idx: np.ndarray, n_x: int, shot_stride: int) -> np.ndarray:
+    """First position in ascending flat indices ``idx`` of each row (-1: none)."""
+    rows = idx // n_x
+    out = np.full(shot_stride // n_x, -1, dtype=np.int64)
+    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]) if len(rows) else rows
+    out[rows[first]] = first
+    return out
 
 
 def _array_module(x: object) -> object:

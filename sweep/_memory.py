@@ -12,7 +12,11 @@ produced (for the acoustic equation ``W^t``, the factor multiplying
     Store only the band of model cells next to the CPML (``u`` and ``W``) at
     every step and run the forward wavefield backwards in time on the rest of
     the model during the adjoint pass.  Leapfrog is time-reversible, so this
-    recomputes what full storage would have stored, up to round-off.
+    recomputes what full storage would have stored, up to round-off.  The
+    damped CPML is not: its state is saved every few steps (the strips of
+    :meth:`FwdState.outer_parts`) and each segment is replayed forward in the
+    adjoint pass with the band's saved ``u`` as its inner boundary, which
+    gives the CPML cells' ``W`` bitwise as the forward pass had it.
 ``ckpt-chunk`` / ``ckpt-recursive``
     Keep whole forward states at a few times and replay the forward pass from
     them: evenly spaced chunks, or the binomial (Revolve) schedule of
@@ -222,8 +226,24 @@ def full_bytes(engine: CompiledAcoustic, interval: int, compression: str | None)
     )
 
 
+def replay_segment(engine: CompiledAcoustic) -> int:
+    """Return the steps per CPML replay segment of boundary saving.
+
+    Segments of S steps keep nt / S saved CPML states and one buffer of S
+    steps of outer-cell W; S = sqrt(nt * state / step) makes their sum least.
+    """
+    nt = engine.geom.nt
+    step = math.prod(engine.outer_shape) * engine.dtype.itemsize
+    s = round(math.sqrt(nt * engine.outer_state_bytes / max(step, 1)))
+    return max(1, min(nt, s))
+
+
 def boundary_bytes(engine: CompiledAcoustic) -> int:
-    return 2 * SnapshotStore.bytes_needed(engine.geom.nt, engine.band_shape, engine.dtype, None)
+    """Band strips of every step, the saved CPML states and one replay buffer."""
+    nt, seg = engine.geom.nt, replay_segment(engine)
+    band = 2 * SnapshotStore.bytes_needed(nt, engine.band_shape, engine.dtype, None)
+    replay = seg * math.prod(engine.outer_shape) * engine.dtype.itemsize
+    return band + -(-nt // seg) * engine.outer_state_bytes + replay
 
 
 def _chunk_bounds(nt: int, chunks: int) -> list[int]:
@@ -283,7 +303,9 @@ def peak_bytes(engine: CompiledAcoustic, strategy: str, *, interval: int = 1,
         extra = int(factor * chunk)
         return base + extra + (0 if storage == "disk" else nbytes)
     if strategy == "boundary":
-        return base + boundary_bytes(engine) + 2 * engine.field_bytes
+        # The reconstructed u^{t+1}, u^t and the replay's state.
+        replay_state = (2 + 3 * engine.geom.ndim) * engine.field_bytes
+        return base + boundary_bytes(engine) + 2 * engine.field_bytes + replay_state
     live = (2 + 3 * engine.geom.ndim) * engine.field_bytes
     mode = "chunk" if strategy == "ckpt-chunk" else "recursive"
     return base + ckpt_bytes(engine, checkpoints, mode, interval) + live
@@ -496,23 +518,45 @@ class Tape:
     actions: list[tuple] = field(default_factory=list)
     record_buf: Any = None
 
-    def close(self) -> None:
-        """Release stored data (files included) now."""
+    def close(self, abort: bool = False) -> None:
+        """Release stored data (files included) now; ``abort``: drop queued writes."""
         for st in self.stores:
-            st.close()
+            st.close(abort=abort)
         self.stores = []
         self.states = []
 
 
-def _progress_chunks(nt: int, progress: bool) -> list[int]:
-    """Chunk boundaries between progress updates (one chunk without a bar)."""
+# Cell updates per compiled call: Python sees Ctrl-C (and runs callbacks) only
+# between calls, so a call must stay short.  At ~1e9 cell updates per second
+# (a 2D forward on 2 cores; an adjoint step costs ~2-3 forward steps) this is
+# 0.03-0.1 s of work; on a machine loaded 3x, ~0.3 s.  At least _CALL_MIN_STEPS
+# steps, so that temporal blocking (8 steps per sweep) still applies.
+_CALL_CELLS = 30_000_000
+_CALL_MIN_STEPS = 16
+
+
+def call_steps(engine: CompiledAcoustic, align: int = 1) -> int:
+    """Most steps one compiled call runs (a multiple of ``align``)."""
+    g = engine.geom
+    steps = max(_CALL_MIN_STEPS, _CALL_CELLS // max(g.n_shots * g.kernel_shot_stride, 1))
+    return max(align, steps // align * align)
+
+
+def _progress_chunks(nt: int, progress: bool, max_steps: int | None = None) -> list[int]:
+    """Chunk boundaries between progress updates, at most ``max_steps`` apart."""
     n = min(nt, 100) if progress else 1
+    if max_steps:
+        n = max(n, -(-nt // max_steps))
     return [round(i * nt / n) for i in range(n + 1)]
 
 
-def _io_chunks(nt: int, step_bytes: int, progress: bool, align: int = 1) -> list[int]:
+def _io_chunks(
+    nt: int, step_bytes: int, progress: bool, align: int = 1, max_steps: int | None = None
+) -> list[int]:
     """Chunk boundaries for staged (scratch-buffer) storage: bounded scratch size."""
     steps = max(align, (_SCRATCH_BYTES // max(step_bytes, 1)) // align * align)
+    if max_steps:
+        steps = min(steps, max_steps)
     bounds = sorted(set(range(0, nt, steps)) | set(_progress_chunks(nt, progress)) | {nt})
     return bounds
 
@@ -564,7 +608,7 @@ def forward(
         _DRIVERS["none" if plan_ is None else plan_.strategy][0](run)
     except BaseException:
         if tape is not None:
-            tape.close()
+            tape.close(abort=True)
         raise
     finally:
         bar.close()
@@ -596,6 +640,11 @@ def backward(
     brun = _Bwd(engine, tape, adj, grad_rec, bar, progress)
     try:
         _DRIVERS[plan_.strategy if model else "none"][1](brun)
+    except BaseException:
+        # An interrupted adjoint pass (Ctrl-C, an error) leaves a tape that
+        # cannot be replayed: free it and remove its files now.
+        tape.close(abort=True)
+        raise
     finally:
         bar.close()
     grad_v = None
@@ -640,25 +689,29 @@ class _Window:
         return self.store.get(s0, n, out=self._scratch(n)) if buf is None else buf
 
 
-def _store_bounds(nt: int, store: SnapshotStore, progress: bool, align: int = 1) -> list[int]:
+def _store_bounds(
+    engine: CompiledAcoustic, store: SnapshotStore, progress: bool, align: int = 1
+) -> list[int]:
     """Chunk boundaries: progress chunks for in-place stores, bounded ones when staged."""
+    nt, max_steps = engine.geom.nt, call_steps(engine, align)
     if store.direct(0, 0) is not None:
-        return _progress_chunks(nt, progress)
+        return _progress_chunks(nt, progress, max_steps)
     step_bytes = math.prod(store.item_shape) * store.dtype.itemsize
-    return _io_chunks(nt, step_bytes, progress, align=align)
+    return _io_chunks(nt, step_bytes, progress, align=align, max_steps=max_steps)
 
 
 # no storage (forward only, or no model gradient) --------------------------------------
 def _forward_plain(run: _Fwd) -> None:
     engine, v2dt2, amp, state, receivers, _, bar, progress = run.parts()
-    for t0, t1 in pairwise(_progress_chunks(engine.geom.nt, progress)):
+    for t0, t1 in pairwise(_progress_chunks(engine.geom.nt, progress, call_steps(engine))):
         engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
         bar.update(t1 - t0)
 
 
 def _backward_plain(run: _Bwd) -> None:
     engine, tape, adj, grad_rec, bar, progress = run.parts()
-    for t0, t1 in reversed(list(pairwise(_progress_chunks(engine.geom.nt, progress)))):
+    chunks = pairwise(_progress_chunks(engine.geom.nt, progress, call_steps(engine)))
+    for t0, t1 in reversed(list(chunks)):
         engine.adjoint_steps(adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0)
         bar.update(t1 - t0)
 
@@ -678,7 +731,7 @@ def _forward_full(run: _Fwd) -> None:
     )
     tape.stores.append(store)
     window = _Window(engine, store)
-    bounds = _store_bounds(g.nt, store, progress, align=k)
+    bounds = _store_bounds(engine, store, progress, align=k)
     for t0, t1 in pairwise(bounds):
         s0, s1 = _n_stored(t0, k), _n_stored(t1, k)
         buf = window.for_writing(s0, s1 - s0)
@@ -718,8 +771,12 @@ def _forward_boundary(run: _Fwd) -> None:
     )
     tape.stores.extend((bu, bw))
     windows = _Window(engine, bu), _Window(engine, bw)
-    bounds = _store_bounds(g.nt, bu, progress, align=max(1, plan_.transfer_interval))
+    seg = replay_segment(engine)
+    bounds = _store_bounds(engine, bu, progress, align=max(1, plan_.transfer_interval))
+    bounds = sorted(set(bounds) | set(range(0, g.nt, seg)))
     for t0, t1 in pairwise(bounds):
+        if t0 % seg == 0:  # the CPML state a replay of this segment starts from
+            tape.states.append([x.copy() for x in state.outer_parts()])
         n = t1 - t0
         u, w = (win.for_writing(t0, n) for win in windows)
         engine.forward_steps(state, v2dt2, amp, t0, n, receivers=receivers, band_u=u, band_w=w)
@@ -731,13 +788,31 @@ def _forward_boundary(run: _Fwd) -> None:
 
 def _backward_boundary(run: _Bwd) -> None:
     engine, tape, adj, grad_rec, bar, _ = run.parts()
+    g = engine.geom
     bu, bw = tape.stores
     win_u, win_w = _Window(engine, bu), _Window(engine, bw)
+    win_replay = _Window(engine, bu)  # the band's u for the replay, read apart
     adj.recon_next = engine.copy_field(tape.final.u, RECON_SLOT)  # u^{nt}
     adj.recon = engine.copy_field(tape.final.u_prev, RECON_SLOT + 1)  # u^{nt-1}
     slot_bytes = math.prod(engine.band_shape) * engine.dtype.itemsize
+    seg = replay_segment(engine)
+    model = adj.grad_v2dt2 is not None
+    replay_state = engine.new_state() if model else None
+    replay_w = engine.zeros(min(seg, g.nt), *engine.outer_shape) if model else None
+    replayed = -1
     for t0, t1 in reversed(tape.actions):
         n = t1 - t0
+        s0 = t0 // seg * seg
+        if model and s0 != replayed:
+            # W^t of the CPML cells for this segment: replay it from its saved state.
+            s1 = min(s0 + seg, g.nt)
+            for dst, src in zip(replay_state.outer_parts(), tape.states[s0 // seg], strict=True):
+                dst[...] = src
+            tape.states[s0 // seg] = None
+            band_u = win_replay.for_reading(s0, s1 - s0)
+            engine.replay_steps(replay_state, tape.v2dt2, s0, s1 - s0, band_u=band_u,
+                                replay_w=replay_w[: s1 - s0])  # fmt: skip
+            replayed = s0
         w = win_w.for_reading(t0, n)
         # band_u slot 0 must be step t0 - 1; for t0 == 0 that step is never read,
         # so the pointer may sit one slot before the array.
@@ -745,7 +820,15 @@ def _backward_boundary(run: _Bwd) -> None:
         u = win_u.for_reading(u0, t1 - 1 - u0) if t1 - 1 > u0 else w
         offset = -slot_bytes if t0 == 0 else 0
         engine.adjoint_steps(
-            adj, tape.v2dt2, tape.amp, grad_rec, t1, n, band_w=w, band_u_offset=(u, offset)
+            adj,
+            tape.v2dt2,
+            tape.amp,
+            grad_rec,
+            t1,
+            n,
+            band_w=w,
+            band_u_offset=(u, offset),
+            replay_w=replay_w[t0 - s0 : t1 - s0] if model else None,
         )
         bar.update(n)
 
@@ -757,8 +840,9 @@ def _forward_chunks(run: _Fwd) -> None:
     bounds = _chunk_bounds(g.nt, tape.plan.checkpoints)
     for t0, t1 in pairwise(bounds):
         tape.states.append(state.save())
-        engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
-        bar.update(t1 - t0)
+        for a, b in _pieces(engine, t0, t1):
+            engine.forward_steps(state, v2dt2, amp, a, b - a, receivers=receivers)
+            bar.update(b - a)
     tape.actions = list(pairwise(bounds))
 
 
@@ -772,13 +856,27 @@ def _backward_chunks(run: _Bwd) -> None:
         t0, t1 = tape.actions[i]
         live.load(tape.states[i])
         tape.states[i] = None  # free the checkpoint once replayed
-        n_slots = _n_stored(t1, k) - _n_stored(t0, k)
-        buf = store[:n_slots]
-        engine.forward_steps(live, tape.v2dt2, tape.amp, t0, t1 - t0, store=buf, store_every=k)
-        engine.adjoint_steps(
-            adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0, store=buf, store_every=k
-        )
-        bar.update(t1 - t0)
+        pieces = _pieces(engine, t0, t1, align=k)
+        base = _n_stored(t0, k)
+        for a, b in pieces:
+            buf = store[_n_stored(a, k) - base : _n_stored(b, k) - base]
+            engine.forward_steps(live, tape.v2dt2, tape.amp, a, b - a, store=buf, store_every=k)
+        for a, b in reversed(pieces):
+            buf = store[_n_stored(a, k) - base : _n_stored(b, k) - base]
+            engine.adjoint_steps(adj, tape.v2dt2, tape.amp, grad_rec, b, b - a, store=buf,
+                                 store_every=k)  # fmt: skip
+            bar.update(b - a)
+
+
+def _pieces(engine: CompiledAcoustic, t0: int, t1: int, align: int = 1) -> list[tuple[int, int]]:
+    """[t0, t1) in compiled calls of at most :func:`call_steps` steps.
+
+    Inner bounds are multiples of ``align`` (the sampling interval), so every
+    piece's snapshots start at its own first slot.
+    """
+    steps = call_steps(engine, align)
+    inner = range(-(-(t0 + 1) // steps) * steps, t1, steps)
+    return list(pairwise([t0, *inner, t1]))
 
 
 def _save(slots: list, i: int, state: FwdState) -> None:
@@ -810,8 +908,9 @@ def _forward_recursive(run: _Fwd) -> None:
         elif act[0] == "restore":
             state.load(slots[act[1]])
         elif act[0] == "advance":
-            engine.forward_steps(state, v2dt2, amp, act[1], act[2] - act[1], receivers=receivers)
-            bar.update(act[2] - act[1])
+            for t0, t1 in _pieces(engine, act[1], act[2]):
+                engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
+                bar.update(t1 - t0)
         elif act[0] == "record":
             # The last step: its snapshot is the first the adjoint needs.
             engine.forward_steps(
@@ -841,7 +940,8 @@ def _backward_recursive(run: _Bwd) -> None:
         elif kind == "record":
             engine.forward_steps(live, tape.v2dt2, tape.amp, act[1], 1, store=snap, store_every=k)
         elif kind == "advance":
-            engine.forward_steps(live, tape.v2dt2, tape.amp, act[1], act[2] - act[1])
+            for t0, t1 in _pieces(engine, act[1], act[2]):
+                engine.forward_steps(live, tape.v2dt2, tape.amp, t0, t1 - t0)
         elif kind == "save":
             _save(slots, act[1], live)
         elif kind == "restore":

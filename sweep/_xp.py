@@ -109,17 +109,6 @@ def pad_zeros(x: Any, widths: Any) -> Any:
     return np.pad(x, widths)
 
 
-def stop_gradient(x: Any) -> Any:
-    """``x`` as a constant for the framework's autodiff (identity without one)."""
-    if is_torch_array(x):
-        return x.detach()
-    if is_jax_array(x):
-        import jax
-
-        return jax.lax.stop_gradient(x)
-    return x
-
-
 def device_of(x: Any) -> Any:
     """Return the device of ``x`` in its own library's terms."""
     return array_api_compat.device(x)

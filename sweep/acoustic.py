@@ -309,8 +309,10 @@ def acoustic(
         ten cells per wavelength in the slowest medium.
     max_vel : float, optional
         Velocity that scales the CPML damping; default: the model's maximum.
-        The CPML profiles are constants of the gradient, so fix ``max_vel``
-        and ``pml_freq`` when comparing gradients with finite differences.
+        The CPML profiles are constants of the gradient (the velocity the CPML
+        copies from the edge cells is not: its derivative goes to those
+        cells), so fix ``max_vel`` and ``pml_freq`` when comparing gradients
+        with finite differences that perturb the model's extreme values.
     nt : int, optional
         Number of time steps; taken from ``source_amplitudes`` when given.
     impl : {None, "auto", "c", "eager"}
@@ -392,19 +394,11 @@ def _acoustic_vjp(
 def model_gradient(geom: Geometry, g_v2dt2: Any, v: Any) -> Any:
     """Velocity gradient on the model cells from the gradient w.r.t. padded v^2 dt^2.
 
-    The CPML's velocity (the model's edge values, repeated) is a constant of
-    the gradient, so only model cells contribute; the free-surface rows, where
-    the wavefield is held at zero, get zero.
+    The CPML repeats the edge cells' velocities outward, so each CPML cell's
+    share is added to the edge cell it copies (:meth:`Geometry.fold_to_model`);
+    cells held at zero (halo, free-surface rows) have a zero gradient already.
     """
-    xp = array_namespace(g_v2dt2)
-    live = np.ones(geom.model_shape, dtype=bool)
-    for d in range(geom.ndim):
-        shape = [1] * geom.ndim
-        shape[d] = -1
-        axis = geom.axis_live(d)[geom.lo(d) : geom.lo(d) + geom.model_shape[d]]
-        live = live & axis.reshape(shape)
-    g = g_v2dt2[geom.model_slices()]
-    return g * (2.0 * geom.dt**2) * v * xp.asarray(live, dtype=v.dtype)
+    return geom.fold_to_model(g_v2dt2) * (2.0 * geom.dt**2) * v
 
 
 def estimate_memory(

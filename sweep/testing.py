@@ -109,26 +109,3 @@ def random_problem(
         "max_vel": 2000.0,
         "pml_freq": 20.0,
     }
-
-
-def interior_mask(shape: tuple[int, ...], free_surface: bool | tuple = False) -> np.ndarray:
-    """1.0 on model cells whose value the CPML does not copy, 0.0 on the rest.
-
-    The CPML extends the model by repeating its edge cells, and that extension
-    is a constant of sweep's model gradient.  A perturbation multiplied by this
-    mask changes the model without changing the CPML, which is what a
-    finite-difference check of the gradient must do.
-    """
-    ndim = len(shape)
-    if isinstance(free_surface, bool):
-        free = (free_surface,) + (False,) * (2 * ndim - 1)
-    else:
-        free = tuple(free_surface)
-    mask = np.ones(shape)
-    for d in range(ndim):
-        sl = [slice(None)] * ndim
-        for side, index in ((0, 0), (1, -1)):
-            if not free[2 * d + side]:
-                sl[d] = index
-                mask[tuple(sl)] = 0.0
-    return mask

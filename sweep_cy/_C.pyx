@@ -50,13 +50,14 @@ def struct_layout():
     cdef long long buf[96]
     cdef int n = sweep_layout_probe(buf, 96)
     names_p = ["n_shots", "n_src", "n_rec", "nt", "halo", "shot_stride", "shape", "stride",
-               "plain_lo", "plain_hi", "free_lo", "free_hi", "model_lo", "model_hi", "store_every",
-               "n_band", "n_rec_groups", "block_steps", "block_group", "block_tile",
+               "plain_lo", "plain_hi", "free_lo", "free_hi", "model_lo", "model_hi", "store_lo",
+               "store_hi", "store_every", "n_band", "n_rec_groups", "n_outer", "n_cpml",
+               "block_steps", "block_group", "block_tile",
                "slot_shots", "simd_rows", "rdx", "rdx2"]
     names_f = ["v2dt2", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "pml_a", "pml_b",
                "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src",
-               "band_idx", "band_row", "band_u", "band_w", "recon_u_next", "recon_u", "rec_groups",
-               "rec_order"]
+               "band_idx", "band_row", "band_u", "band_w", "recon_u_next", "recon_u", "replay_w",
+               "outer_idx", "outer_row", "cpml_pos", "rec_groups", "rec_order"]
     values = [buf[i] for i in range(n)]
     k = 0
     out = {}

@@ -68,20 +68,21 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
                                  y, x, mask);
 }
 
-/* Model cells per shot (the compact layout of full-storage snapshots). */
-static inline sweep_int SWEEP_FN(model_cells)(const sweep_acoustic_params *p) {
-  return (p->model_hi[0] - p->model_lo[0]) * (p->model_hi[1] - p->model_lo[1]) *
-         (p->model_hi[2] - p->model_lo[2]);
+/* Cells per shot of a gradient snapshot: [store_lo, store_hi), the model and
+ * its CPML (every cell whose v^2 dt^2 derives from the model). */
+static inline sweep_int SWEEP_FN(store_cells)(const sweep_acoustic_params *p) {
+  return (p->store_hi[0] - p->store_lo[0]) * (p->store_hi[1] - p->store_lo[1]) *
+         (p->store_hi[2] - p->store_lo[2]);
 }
 
-/* Offset of model row (z, y) in a compact snapshot, or -1 when the row is
- * outside the model. */
-static inline sweep_int SWEEP_FN(model_row)(const sweep_acoustic_params *p, sweep_int z,
+/* Offset of row (z, y) in a compact snapshot, or -1 when the row is outside
+ * the stored cells. */
+static inline sweep_int SWEEP_FN(store_row)(const sweep_acoustic_params *p, sweep_int z,
                                             sweep_int y) {
-  if (z < p->model_lo[0] || z >= p->model_hi[0] || y < p->model_lo[1] || y >= p->model_hi[1])
+  if (z < p->store_lo[0] || z >= p->store_hi[0] || y < p->store_lo[1] || y >= p->store_hi[1])
     return -1;
-  const sweep_int m1 = p->model_hi[1] - p->model_lo[1], m2 = p->model_hi[2] - p->model_lo[2];
-  return ((z - p->model_lo[0]) * m1 + (y - p->model_lo[1])) * m2;
+  const sweep_int m1 = p->store_hi[1] - p->store_lo[1], m2 = p->store_hi[2] - p->store_lo[2];
+  return ((z - p->store_lo[0]) * m1 + (y - p->store_lo[1])) * m2;
 }
 
 /* Slot of step t in a snapshot chunk whose first step is t0, or -1 when t is
@@ -173,6 +174,33 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_full_row)(
 #undef SWEEP_FWD_AHEAD
 #undef SWEEP_FWD_ROW
 #undef SWEEP_ROW_SEGMENTS
+}
+
+/* The x-CPML segments alone of a row that is plain in z and y, as
+ * fwd_full_row runs them (the CPML replay skips the plain middle, whose
+ * cells it does not hold). */
+static inline __attribute__((always_inline)) void SWEEP_FN(fwd_edge_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,
+    SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wr, sweep_int z, sweep_int y) {
+  const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  SWEEP_FN(fwd_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, h,
+                    p->plain_lo[2], 4);
+  SWEEP_FN(fwd_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y,
+                    p->plain_hi[2], x_end, 4);
+}
+
+/* Copies W of the outer cells of row (z, y) (the whole stored row when the
+ * row is outside the plain cells in z or y, else its two x ends) from wr to
+ * dst, in outer_idx order. */
+static inline void SWEEP_FN(copy_outer_row)(const sweep_acoustic_params *p, SWEEP_R *dst,
+                                            const SWEEP_R *wr, int outer) {
+  const sweep_int lo = p->store_lo[2], hi = p->store_hi[2];
+  const sweep_int a = outer ? hi : p->plain_lo[2], b = outer ? hi : p->plain_hi[2];
+  sweep_int k = 0;
+  for (sweep_int x = lo; x < a; ++x, ++k) dst[k] = wr[x];
+  for (sweep_int x = b; x < hi; ++x, ++k) dst[k] = wr[x];
 }
 
 /* Work items are (shot, tile of SWEEP_TILE_Y rows in y); each streams through
@@ -481,9 +509,10 @@ static void SWEEP_FN(sub_problem)(const sweep_acoustic_params *p, const sweep_ac
   g->src_amp = SWEEP_OFF(f->src_amp, shot0 * p->n_src * p->nt);
   g->grad_src = SWEEP_OFF(f->grad_src, shot0 * p->n_src * p->nt);
   g->rec = SWEEP_OFF(f->rec, shot0 * p->n_rec * p->nt);
-  g->store = SWEEP_OFF(f->store, shot0 * SWEEP_FN(model_cells)(p));
+  g->store = SWEEP_OFF(f->store, shot0 * SWEEP_FN(store_cells)(p));
   g->band_u = SWEEP_OFF(f->band_u, shot0 * p->n_band);
   g->band_w = SWEEP_OFF(f->band_w, shot0 * p->n_band);
+  g->replay_w = SWEEP_OFF(f->replay_w, shot0 * p->n_outer);
 #undef SWEEP_OFF
   g->src_idx = f->src_idx ? f->src_idx + shot0 * p->n_src : NULL;
   g->rec_idx = f->rec_idx ? f->rec_idx + shot0 * p->n_rec : NULL;
@@ -513,11 +542,16 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
   }
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
-  const sweep_int mc = SWEEP_FN(model_cells)(p);
-  const sweep_int mlo2 = p->model_lo[2], m2 = p->model_hi[2] - p->model_lo[2];
+  const sweep_int mc = SWEEP_FN(store_cells)(p);
+  const sweep_int mlo2 = p->model_lo[2];
+  const sweep_int slo2 = p->store_lo[2], s2 = p->store_hi[2] - p->store_lo[2];
+  /* CPML replay: band_u is an input (loaded into u each step) and W of the
+   * outer cells goes to replay_w; otherwise band_u/band_w receive the band. */
+  const int replay = f->replay_w != NULL;
   const sweep_int n_band = f->band_idx ? p->n_band : 0;
+  const sweep_int n_save = replay ? 0 : n_band;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
-  if (p->block_steps > 1 && !f->store && !n_band && !free_surface) {
+  if (p->block_steps > 1 && !f->store && !n_band && !replay && !free_surface) {
     sweep_point *src = f->src_amp ? sweep_sorted_points(f->src_idx, p->n_shots, p->n_src) : NULL;
     sweep_point *rec = f->rec ? sweep_sorted_points(f->rec_idx, p->n_shots, p->n_rec) : NULL;
     const int ok = (src || !f->src_amp || p->n_src == 0) && (rec || !f->rec || p->n_rec == 0);
@@ -541,12 +575,22 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
     }
     /* W^n of one row, copied into the compact snapshot (model cells only)
      * and/or the band save. */
-    SWEEP_R *wrow = f->store || n_band ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2]) : NULL;
+    SWEEP_R *wrow = f->store || n_band || replay
+                        ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2])
+                        : NULL;
     for (sweep_int t = t0; t < t0 + n_steps; ++t) {
       const sweep_int slot = f->store ? SWEEP_FN(store_slot)(p, t, t0) : -1;
       SWEEP_R *store = slot >= 0 ? (SWEEP_R *)f->store + slot * p->slot_shots * mc : NULL;
       SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u + (t - t0) * p->slot_shots * n_band : NULL;
-      SWEEP_R *bw = n_band ? (SWEEP_R *)f->band_w + (t - t0) * p->slot_shots * n_band : NULL;
+      SWEEP_R *bw = n_save ? (SWEEP_R *)f->band_w + (t - t0) * p->slot_shots * n_band : NULL;
+      SWEEP_R *rw = replay ? (SWEEP_R *)f->replay_w + (t - t0) * p->slot_shots * p->n_outer : NULL;
+      if (replay) {
+        /* The band's u^t, saved by the forward pass: the inner boundary of the CPML. */
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+          for (sweep_int j = 0; j < n_band; ++j)
+            u[shot * ss + f->band_idx[j]] = bu[shot * n_band + j];
+      }
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
         const sweep_int shot = item / n_tiles;
@@ -560,13 +604,21 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
           for (sweep_int y = y0; y < y1; ++y) {
             const int outer = SWEEP_FN(row_mask)(p, z, y);
-            const sweep_int srow = store ? SWEEP_FN(model_row)(p, z, y) : -1;
-            const sweep_int brow = n_band ? f->band_row[z * p->shape[1] + y] : -1;
-            SWEEP_R *wr = srow >= 0 || brow >= 0 ? wrow : NULL;
-            SWEEP_FN(fwd_full_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa, pb,
-                                   wr, z, y);
+            const sweep_int srow = store ? SWEEP_FN(store_row)(p, z, y) : -1;
+            const sweep_int brow = n_save ? f->band_row[z * p->shape[1] + y] : -1;
+            const sweep_int orow = replay ? f->outer_row[z * p->shape[1] + y] : -1;
+            SWEEP_R *wr = srow >= 0 || brow >= 0 || orow >= 0 ? wrow : NULL;
+            if (replay && !outer) {
+              if (orow >= 0)
+                SWEEP_FN(fwd_edge_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa,
+                                       pb, wr, z, y);
+            } else {
+              SWEEP_FN(fwd_full_row)(p, v2dt2, u + off, u_prev + off, psi, psi_new, zeta, pa,
+                                     pb, wr, z, y);
+            }
+            if (orow >= 0) SWEEP_FN(copy_outer_row)(p, rw + shot * p->n_outer + orow, wr, outer);
             if (srow >= 0)
-              sweep_stream_copy(store + shot * mc + srow, wr + mlo2, sizeof(SWEEP_R) * m2);
+              sweep_stream_copy(store + shot * mc + srow, wr + slo2, sizeof(SWEEP_R) * s2);
             if (brow >= 0) {
               /* Band cells of this row, in band_idx order: the whole model row,
                * or its ends when the row is plain in z and y. */
@@ -703,8 +755,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_full_row)(
  * (sum of mu^{t+1} W^t, to be divided by v^2 dt^2 by the caller) comes from
  * the compact snapshots in f->store (full storage and checkpointing) or,
  * with f->recon_u set (boundary saving), from the forward wavefield run
- * backwards on the plain cells plus W^t saved on the band.  band_w slot 0 is
- * step t_begin; band_u slot 0 is step t_begin - 1.
+ * backwards on the plain cells plus W^t saved on the band and, for the CPML
+ * cells, W^t of the segment's replay in f->replay_w (slot 0: step t_begin).
+ * band_w slot 0 is step t_begin; band_u slot 0 is step t_begin - 1.
  */
 void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
                                        const sweep_acoustic_fields *f, sweep_int t_end,
@@ -716,8 +769,8 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const sweep_int t_begin = t_end - n_steps;
-  const sweep_int mc = SWEEP_FN(model_cells)(p);
-  const sweep_int mlo2 = p->model_lo[2], mhi2 = p->model_hi[2];
+  const sweep_int mc = SWEEP_FN(store_cells)(p);
+  const sweep_int slo2 = p->store_lo[2];
   const int recon = f->recon_u != NULL && f->grad_v2dt2 != NULL;
   const sweep_int n_band = recon && f->band_idx ? p->n_band : 0;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
@@ -740,7 +793,7 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
   int pairing = 0; /* set by source_rows: 1 unless its flags got no memory */
   unsigned char *src_rows =
       f->store && f->grad_v2dt2 && !recon ? SWEEP_FN(source_rows)(p, f, &pairing) : NULL;
-  const sweep_int n_m2 = mhi2 - mlo2;
+  const sweep_int n_s2 = p->store_hi[2] - slo2;
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
@@ -779,15 +832,15 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
           for (sweep_int y = y0; y < y1; ++y) {
             const sweep_int base = z * p->stride[0] + y * p->stride[1];
-            const sweep_int srow = store || held ? SWEEP_FN(model_row)(p, z, y) : -1;
+            const sweep_int srow = store || held ? SWEEP_FN(store_row)(p, z, y) : -1;
             if (srow >= 0) {
               /* Before the stencil, which overwrites mu_prev's row. */
               const int fixed = src_rows && src_rows[shot * rows_per_shot + z * p->shape[1] + y];
-              const sweep_int o = base + mlo2;
+              const sweep_int o = base + slo2;
               SWEEP_FN(adj_correlate)(grad + o, mu_s + o, store ? store + shot * mc + srow : NULL,
                                       mu_prev + off + o,
                                       held && !fixed ? held + shot * mc + srow : NULL,
-                                      defer && !fixed, n_m2);
+                                      defer && !fixed, n_s2);
             }
             SWEEP_FN(adj_full_row)(p, v2dt2, mu_s, mu_prev + off, P, Pn, Z, Zn, pa, pb, z, y);
             /* z and y plain (no outer mask): [plain_lo, plain_hi) of x is plain. */
@@ -849,6 +902,16 @@ void SWEEP_FN(sweep_acoustic_backward)(const sweep_acoustic_params *p,
           for (sweep_int j = 0; j < n_band; ++j) {
             const sweep_int i = off + f->band_idx[j];
             grad_all[i] += mu[i] * bw[j];
+          }
+          if (f->replay_w) {
+            /* CPML cells: W^t from the replay of this segment. */
+            const SWEEP_R *rw =
+                (const SWEEP_R *)f->replay_w + ((t - t_begin) * p->slot_shots + shot) * p->n_outer;
+            for (sweep_int q = 0; q < p->n_cpml; ++q) {
+              const sweep_int j = f->cpml_pos[q];
+              const sweep_int i = off + f->outer_idx[j];
+              grad_all[i] += mu[i] * rw[j];
+            }
           }
           if (f->src_amp) {
             const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;

@@ -13,15 +13,16 @@ static int sweep_layout_probe(long long *out, int n) {
       sizeof(sweep_acoustic_params), SWEEP_P(n_shots), SWEEP_P(n_src), SWEEP_P(n_rec),
       SWEEP_P(nt), SWEEP_P(halo), SWEEP_P(shot_stride), SWEEP_P(shape), SWEEP_P(stride),
       SWEEP_P(plain_lo), SWEEP_P(plain_hi), SWEEP_P(free_lo), SWEEP_P(free_hi), SWEEP_P(model_lo),
-      SWEEP_P(model_hi), SWEEP_P(store_every), SWEEP_P(n_band),
-      SWEEP_P(n_rec_groups), SWEEP_P(block_steps), SWEEP_P(block_group),
+      SWEEP_P(model_hi), SWEEP_P(store_lo), SWEEP_P(store_hi), SWEEP_P(store_every),
+      SWEEP_P(n_band), SWEEP_P(n_rec_groups), SWEEP_P(n_outer), SWEEP_P(n_cpml), SWEEP_P(block_steps), SWEEP_P(block_group),
       SWEEP_P(block_tile), SWEEP_P(slot_shots), SWEEP_P(simd_rows), SWEEP_P(rdx),
       SWEEP_P(rdx2),
       sizeof(sweep_acoustic_fields), SWEEP_F(v2dt2), SWEEP_F(u_prev), SWEEP_F(u), SWEEP_F(psi),
       SWEEP_F(psi_new), SWEEP_F(zeta), SWEEP_F(zeta_new), SWEEP_F(pml_a), SWEEP_F(pml_b),
       SWEEP_F(src_amp), SWEEP_F(src_idx), SWEEP_F(rec), SWEEP_F(rec_idx), SWEEP_F(store),
       SWEEP_F(grad_v2dt2), SWEEP_F(grad_src), SWEEP_F(band_idx), SWEEP_F(band_row), SWEEP_F(band_u),
-      SWEEP_F(band_w), SWEEP_F(recon_u_next), SWEEP_F(recon_u), SWEEP_F(rec_groups),
+      SWEEP_F(band_w), SWEEP_F(recon_u_next), SWEEP_F(recon_u), SWEEP_F(replay_w),
+      SWEEP_F(outer_idx), SWEEP_F(outer_row), SWEEP_F(cpml_pos), SWEEP_F(rec_groups),
       SWEEP_F(rec_order)};
   const int m = (int)(sizeof(v) / sizeof(v[0]));
   for (int i = 0; i < m && i < n; ++i) out[i] = v[i];
