@@ -332,6 +332,9 @@ class _DiskState:
         self.error: str | None = None  # message of the first I/O thread failure
         self.cause: BaseException | None = None
         self.reported = False
+        # Set by an aborting close: what is still queued is discarded, not
+        # written (an interrupted run must not wait for up to _DISK_QUEUE_BYTES of I/O).
+        self.closing = False
 
     def fail(self, exc: BaseException) -> None:
         """Record the first I/O thread failure and remove the file (its data is now useless)."""
@@ -361,7 +364,8 @@ def _io_worker(state: _DiskState) -> None:
             if job[0] == "write":
                 _, job_id, offset, data = job
                 try:
-                    if state.error is None:  # after a failure, only drain the queue
+                    # After a failure or once closing, only drain the queue.
+                    if state.error is None and not state.closing:
                         _pwrite_all(fd, data, offset)
                 except Exception as exc:
                     state.fail(exc)
@@ -783,11 +787,13 @@ class SnapshotStore:
         self._prefetched[(start, n)] = read
         self._disk.jobs.put(("read", start * self._item_bytes, read))
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         """Free the memory; for disk stores, finish the I/O thread and remove the directory.
 
         Idempotent.  Raises :class:`StorageError` if a background write failed
-        and no earlier call has reported it.
+        and no earlier call has reported it.  ``abort=True`` (a run that was
+        interrupted or failed) drops the writes still queued instead of
+        waiting for them.
         """
         if self._closed:
             return
@@ -795,6 +801,7 @@ class SnapshotStore:
         self._buf = None
         self._prefetched.clear()
         if self._disk is not None:
+            self._disk.closing = abort
             self._finalizer()
             self._raise_if_failed()
 
