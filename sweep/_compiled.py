@@ -353,8 +353,12 @@ class CompiledAcoustic:
         g, xp = self.geom, self.xp
         out: dict[str, Any] = {
             "params": g.params(),
+            # float64 profiles, rounded to the compute dtype on purpose.
             "pml": [
-                tuple(self.kernel_input(x, name="CPML profile") for x in g.pml_profiles[d])
+                tuple(
+                    self.kernel_input(x.astype(self.dtype), name="CPML profile")
+                    for x in g.pml_profiles[d]
+                )
                 for d in range(g.ndim)
             ],
             "src_idx": None,
