@@ -27,30 +27,74 @@ import numpy as np
 from . import _blocking, _hostmem
 from ._grid import Geometry
 from ._params import ACOUSTIC_FIELDS
+from ._xp import kernel_array
 
-
-def _ptr(x: Any) -> int:
-    if x is None:
-        return 0
-    if isinstance(x, np.ndarray):
-        return int(x.ctypes.data)
-    return int(x.data.ptr)  # CuPy
+# Kernel buffers by element type and layout (see _Fields.set); every other field
+# is a dense C-order array of the compute dtype.
+_INDEX_FIELDS = frozenset(
+    {"src_idx", "rec_idx", "band_idx", "band_row", "rec_groups", "rec_order", "outer_idx",
+     "outer_row", "cpml_pos"}
+)  # fmt: skip
+_GRID_FIELDS = frozenset(
+    {"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "grad_v2dt2", "recon_u_next", "recon_u"}
+)
+# Buffers each direction writes (the others are only read, so read-only is fine).
+_WRITES = {
+    False: frozenset(
+        {"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store", "band_u", "band_w", "replay_w"}
+    ),
+    True: frozenset(
+        {"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "grad_v2dt2", "grad_src",
+         "recon_u_next", "recon_u"}
+    ),
+}  # fmt: skip
+# Buffer-format characters of each kernel element type (native byte order).
+_FORMATS = {np.dtype(np.float32): "f", np.dtype(np.float64): "d", np.dtype(np.int64): "lq"}
 
 
 class _Fields:
-    """Pointer record plus the arrays it points to (kept alive here)."""
+    """Pointer record plus the arrays it points to (kept alive here).
 
-    def __init__(self) -> None:
+    The one place a kernel pointer is taken: :meth:`set` checks that the
+    array has the element type, shape and layout the kernels index it with
+    (``sweep._C.kernel_address`` for host buffers, ``sweep._C.check_layout``
+    for CuPy arrays), so a strided, broadcast, byte-swapped or read-only
+    array raises instead of being misread.  Arrays from callers reach here
+    through :func:`sweep._xp.kernel_array`, which gives them that layout.
+    """
+
+    def __init__(self, engine: CompiledAcoustic, *, adjoint: bool) -> None:
         self.rec = np.zeros((), dtype=ACOUSTIC_FIELDS)
         self._keep: list[Any] = []
+        self._engine = engine
+        self._writes = _WRITES[adjoint]
 
     def set(self, name: str, value: Any, axis: int | None = None, offset: int = 0) -> None:
+        """Point field ``name`` (component ``axis``) at ``value`` plus ``offset`` bytes."""
         self._keep.append(value)
-        address = _ptr(value) + offset if value is not None else 0
+        address = self._address(name, value, axis) + offset if value is not None else 0
         if axis is None:
             self.rec[name] = address
         else:
             self.rec[name][axis] = address
+
+    def _address(self, name: str, value: Any, axis: int | None) -> int:
+        from . import _C
+
+        dtype = np.dtype(np.int64) if name in _INDEX_FIELDS else self._engine.dtype
+        if value.dtype != dtype:
+            raise TypeError(
+                f"sweep kernels: buffer {name!r} has dtype {value.dtype}, the kernels need "
+                f"{dtype}; pass it through sweep._xp.kernel_array"
+            )
+        key = name if name not in ("pml_a", "pml_b") else (name, axis)
+        shape, row = self._engine.buffer_layouts[key]
+        if isinstance(value, np.ndarray):
+            return int(_C.kernel_address(name, value, _FORMATS[dtype], dtype.itemsize, shape,
+                                         row, name in self._writes))  # fmt: skip
+        # CuPy: the same layout rule (device memory is native, aligned, writeable).
+        _C.check_layout(name, value.shape, value.strides, value.itemsize, shape, row)
+        return int(value.data.ptr)
 
 
 # Field slots (see CompiledAcoustic.field): the forward state, the adjoint
@@ -290,6 +334,47 @@ class CompiledAcoustic:
         """v^2 dt^2 on the padded grid in the kernels' row layout (see :meth:`field`)."""
         return self.copy_field(v2dt2, _V2DT2_SLOT)
 
+    @functools.cached_property
+    def buffer_layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
+        """Per kernel field, the shape (-1: any extent) and row pitch (0: dense) it must have.
+
+        Keys are the names of :data:`sweep._params.ACOUSTIC_FIELDS`, and
+        ``("pml_a", axis)`` / ``("pml_b", axis)`` for the per-axis profiles.
+        """
+        g = self.geom
+        pitch = g.layout_shape[-1]
+        grid = ((g.n_shots, *g.padded_shape), pitch)
+        out: dict[Any, tuple[tuple[int, ...], int]] = {
+            "v2dt2": (g.padded_shape, pitch),
+            "src_amp": ((g.n_shots, g.n_src, g.nt), 0),
+            "grad_src": ((g.n_shots, g.n_src, g.nt), 0),
+            "src_idx": ((g.n_shots, g.n_src), 0),
+            "rec": ((g.n_shots, g.n_rec, g.nt), 0),
+            "rec_idx": ((g.n_shots, g.n_rec), 0),
+            "store": ((-1, *self.snapshot_shape), 0),
+            "band_u": ((-1, *self.band_shape), 0),
+            "band_w": ((-1, *self.band_shape), 0),
+            "band_idx": ((len(g.band_idx),), 0),
+            "band_row": ((len(g.band_row),), 0),
+            "replay_w": ((-1, *self.outer_shape), 0),
+            "outer_idx": ((len(g.outer_idx),), 0),
+            "outer_row": ((len(g.outer_row),), 0),
+            "cpml_pos": ((len(g.cpml_pos),), 0),
+            "rec_groups": ((-1, 4), 0),
+            "rec_order": ((g.n_shots * g.n_rec,), 0),
+        }
+        out.update(dict.fromkeys(_GRID_FIELDS, grid))
+        for d, ax in enumerate(self.axes):
+            out["pml_a", ax] = out["pml_b", ax] = ((g.padded_shape[d],), 0)
+        return out
+
+    def kernel_input(self, x: Any, *, name: str, dtype: Any = None) -> Any:
+        """``x`` on this engine's device in the kernels' layout (:func:`sweep._xp.kernel_array`).
+
+        ``dtype`` defaults to the compute dtype.
+        """
+        return kernel_array(x, self.dtype if dtype is None else dtype, name=name, xp=self.xp)
+
     def new_state(self) -> FwdState:
         return FwdState(self)
 
@@ -306,14 +391,24 @@ class CompiledAcoustic:
         g, xp = self.geom, self.xp
         out: dict[str, Any] = {
             "params": g.params(),
+            # float64 profiles, rounded to the compute dtype on purpose.
             "pml": [
-                tuple(xp.asarray(x, dtype=self.dtype) for x in g.pml_profiles[d])
+                tuple(
+                    self.kernel_input(x.astype(self.dtype), name="CPML profile")
+                    for x in g.pml_profiles[d]
+                )
                 for d in range(g.ndim)
             ],
-            "src_idx": xp.asarray(g.kernel_index(g.src_idx)) if g.n_src else None,
-            "rec_idx": xp.asarray(g.kernel_index(g.rec_idx)) if g.n_rec else None,
+            "src_idx": None,
+            "rec_idx": None,
             "rec_groups": None,
         }
+        if g.n_src:
+            idx = g.kernel_index(g.src_idx)
+            out["src_idx"] = self.kernel_input(idx, name="source_locations", dtype=np.int64)
+        if g.n_rec:
+            idx = g.kernel_index(g.rec_idx)
+            out["rec_idx"] = self.kernel_input(idx, name="receiver_locations", dtype=np.int64)
         if g.n_rec and xp is not np:
             out["rec_groups"] = self._rec_groups()
             out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
@@ -353,16 +448,22 @@ class CompiledAcoustic:
         stride = g.kernel_shot_stride
         groups = np.stack([cell // stride, cell % stride, first, end], axis=1)
         return (
-            self.xp.asarray(np.ascontiguousarray(groups, dtype=np.int64)),
-            self.xp.asarray(order.astype(np.int64)),
+            self.kernel_input(groups, dtype=np.int64, name="receiver groups"),
+            self.kernel_input(order, dtype=np.int64, name="receiver order"),
         )
 
     @functools.cached_property
     def _band_arrays(self) -> tuple[Any, ...]:
         g = self.geom
         return tuple(
-            self.xp.asarray(x)
-            for x in (g.band_idx, g.band_row, g.outer_idx, g.outer_row, g.cpml_pos)
+            self.kernel_input(x, dtype=np.int64, name=name)
+            for x, name in (
+                (g.band_idx, "band indices"),
+                (g.band_row, "band rows"),
+                (g.outer_idx, "outer indices"),
+                (g.outer_row, "outer rows"),
+                (g.cpml_pos, "CPML positions"),
+            )
         )
 
     def _band(self, f: _Fields, replay_w: Any = None) -> None:
@@ -432,7 +533,7 @@ class CompiledAcoustic:
         receivers, store, store_every = out["receivers"], out["store"], out["store_every"]
         band_u, band_w = out["band_u"], out["band_w"]
         g = self.geom
-        f = _Fields()
+        f = _Fields(self, adjoint=False)
         self._common(f, v2dt2, amp)
         f.set("rec", receivers if g.n_rec else None)
         f.set("u_prev", state.u_prev)
@@ -468,7 +569,7 @@ class CompiledAcoustic:
         if n <= 0:
             return
         g = self.geom
-        f = _Fields()
+        f = _Fields(self, adjoint=False)
         self._common(f, v2dt2, None)
         f.set("u_prev", state.u_prev)
         f.set("u", state.u)
@@ -515,7 +616,7 @@ class CompiledAcoustic:
         if n <= 0:
             return
         g = self.geom
-        f = _Fields()
+        f = _Fields(self, adjoint=True)
         self._common(f, v2dt2, amp)
         if g.n_rec:
             f.set("rec", grad_rec)

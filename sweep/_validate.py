@@ -25,7 +25,13 @@ MIN_CELLS_PER_WAVELENGTH = {2: 10.0, 4: 6.0, 6: 5.0, 8: 4.0}
 
 
 def dtype_name(x: Any) -> str:
-    """Short dtype name ('float32', ...) of an array from any library."""
+    """Short dtype name ('float32', ...) of an array from any library.
+
+    A NumPy dtype of either byte order gives its name (``>f4`` is 'float32'):
+    the compiled path converts byte order (``sweep._xp.kernel_array``).
+    """
+    if isinstance(x.dtype, np.dtype):
+        return x.dtype.name
     return str(x.dtype).rsplit(".", 1)[-1]
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "is_jax_array",
     "is_numpy_array",
     "is_torch_array",
+    "kernel_array",
     "scatter_add",
     "to_host",
     "library_name",
@@ -115,7 +116,11 @@ def device_of(x: Any) -> Any:
 
 
 def to_kernel_array(x: Any) -> Any:
-    """Zero-copy view of ``x`` as a NumPy (host) or CuPy (CUDA) array, via DLPack."""
+    """Zero-copy view of ``x`` as a NumPy (host) or CuPy (CUDA) array, via DLPack.
+
+    The view keeps ``x``'s strides; :func:`kernel_array` gives the layout the
+    kernels need.
+    """
     if is_numpy_array(x) or is_cupy_array(x):
         return x
     if is_torch_array(x):
@@ -133,6 +138,58 @@ def to_kernel_array(x: Any) -> Any:
             return cupy.from_dlpack(x)
         return np.asarray(x)
     return np.asarray(x)
+
+
+def kernel_array(x: Any, dtype: Any, *, name: str, xp: Any = None, writeable: bool = False) -> Any:
+    """Return ``x`` laid out as the compiled kernels read it: the one gate to them.
+
+    The kernels take raw pointers and index dense C order, so every array
+    that reaches them (models, amplitudes, location indices, cotangents, and
+    any future input) passes through here.  A slice, a transpose, a broadcast
+    (zero strides), Fortran order, negative strides, a misaligned or
+    byte-swapped buffer, or a torch/JAX array, is copied into that layout;
+    an array that already has it is returned as it is (no copy).
+
+    Parameters
+    ----------
+    x : array
+        NumPy, CuPy, torch or JAX array, any strides.
+    dtype : dtype-like
+        The dtype the kernels expect (native byte order).  ``x`` may differ
+        from it only by byte order or by a safe cast (int32 to int64);
+        anything else is a ``TypeError``.
+    name : str
+        The argument's name, for error messages.
+    xp : module, optional
+        ``numpy`` or ``cupy``: the device the kernels run on (default: the
+        one ``x`` is on).  Host data is copied to a CuPy device when needed.
+    writeable : bool
+        The kernels write to the array: a read-only ``x`` is copied.
+
+    Returns
+    -------
+    numpy.ndarray or cupy.ndarray
+        C-contiguous, aligned, native byte order, of ``dtype``.
+    """
+    target = np.dtype(dtype)
+    if not target.isnative:
+        raise ValueError(f"kernel_array: the kernels' dtype must be native, got {target}")
+    y = to_kernel_array(x)
+    if xp is not None and (xp is np) != is_numpy_array(y):
+        y = y.get() if xp is np else xp.asarray(y)
+    if y.dtype != target and not np.can_cast(y.dtype, target, casting="safe"):
+        raise TypeError(
+            f"{name} has dtype {np.dtype(y.dtype).name}, but the compiled kernels need "
+            f"{target.name}; cast it with .astype"
+        )
+    if is_numpy_array(y):
+        # np.require copies only when x lacks one of these (or the dtype differs,
+        # byte order included).
+        return np.require(np.asarray(y), dtype=target, requirements=["C", "A"] + ["W"] * writeable)
+    import cupy
+
+    # CuPy arrays are native and aligned; they may still be strided or of another dtype.
+    return cupy.ascontiguousarray(y, dtype=target)
 
 
 def from_kernel_array(y: Any, like: Any) -> Any:

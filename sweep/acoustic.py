@@ -24,9 +24,9 @@ from ._xp import (
     is_jax_array,
     is_numpy_array,
     is_torch_array,
+    kernel_array,
     library_name,
     to_host,
-    to_kernel_array,
 )
 
 __all__ = ["AcousticResult", "acoustic", "estimate_memory"]
@@ -226,10 +226,12 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     if call.impl == "eager":
         receivers, state = EagerAcoustic.build(geom, call.v).run(call.v, call.amp, call.progress)
         return _result(call, receivers, state), None
-    v_k = to_kernel_array(call.v)
-    amp_k = None if call.amp is None else to_kernel_array(call.amp)
+    # Every caller array reaches the kernels through kernel_array: C-contiguous,
+    # aligned, native byte order (a copy only when the caller's array is not).
+    v_k = kernel_array(call.v, val.dtype_name(call.v), name="v")
     xp = np if is_numpy_array(v_k) else __import__("cupy")
     engine = CompiledAcoustic(geom, xp, v_k.dtype, call.n_threads)
+    amp_k = None if call.amp is None else engine.kernel_input(call.amp, name="source_amplitudes")
     v2dt2 = engine.kernel_v2dt2(geom.pad_v2dt2(v_k))
     plan = _memory.plan(engine, call.memory) if gradient else None
     receivers, final, tape = _memory.forward(engine, v2dt2, amp_k, plan, call.progress)
@@ -376,7 +378,7 @@ def _acoustic_vjp(
 
     def pullback(d_receivers: Any) -> dict[str, Any]:
         _check_cotangent(d_receivers, expected)
-        d_k = engine.xp.ascontiguousarray(to_kernel_array(d_receivers), dtype=engine.dtype)
+        d_k = engine.kernel_input(d_receivers, name="the receiver cotangent")
         g_v2dt2, g_src = _memory.backward(
             engine, tape, d_k, model=True, source=amp is not None, progress=call.progress
         )

@@ -4,9 +4,13 @@
 This module is deliberately thin: it copies the parameter record built by
 ``sweep._params`` into the C struct, fills the pointer struct from NumPy
 arrays, releases the GIL and runs a chunk of time steps.  Validation,
-allocation and buffer bookkeeping live in Python (``sweep._backends.cpu``).
+allocation and buffer bookkeeping live in Python (``sweep._compiled``), which
+takes every pointer through :func:`kernel_address` (host buffers) or
+:func:`check_layout` (device arrays), so a buffer the kernels would misread
+is rejected here, in one place.
 """
 
+from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
 from libc.string cimport memcpy
 
 
@@ -70,6 +74,109 @@ def struct_layout():
             k += 1
         out[struct] = (size, offsets)
     return out
+
+
+cdef enum:
+    MAX_DIMS = 8  # more axes than any kernel buffer has
+
+
+cdef int _check_layout(str name, int ndim, const Py_ssize_t *shape, const Py_ssize_t *strides,
+                       Py_ssize_t itemsize, expected_shape, Py_ssize_t row) except -1:
+    """:func:`check_layout` on C arrays (the buffer protocol's, or a copy of tuples)."""
+    cdef Py_ssize_t i, n, want_stride = itemsize, size = 1
+    if expected_shape is not None:
+        ok = len(expected_shape) == ndim
+        for i in range(ndim if ok else 0):
+            n = expected_shape[i]
+            ok = ok and (n == -1 or n == shape[i])
+        if not ok:
+            got = tuple(shape[i] for i in range(ndim))
+            want = tuple("any" if n == -1 else n for n in expected_shape)
+            raise ValueError(
+                f"sweep._C: kernel buffer {name!r} has shape {got}, the kernels need {want}"
+            )
+    for i in range(ndim):
+        size *= shape[i]
+    if size == 0:
+        return 0  # nothing is read
+    if row and row < shape[ndim - 1]:
+        raise ValueError(f"sweep._C: row pitch {row} of {name!r} is shorter than its rows")
+    for i in range(ndim - 1, -1, -1):
+        # An axis of one element is never stepped along, so its stride is free.
+        if shape[i] != 1 and strides[i] != want_stride:
+            layout = f"C order with rows {row} elements apart" if row else "C-contiguous"
+            raise ValueError(
+                f"sweep._C: kernel buffer {name!r} (shape "
+                f"{tuple(shape[k] for k in range(ndim))}) has strides "
+                f"{tuple(strides[k] for k in range(ndim))} bytes, but the kernels read it as "
+                f"{layout} (stride {want_stride} on axis {i}); pass it through "
+                "sweep._xp.kernel_array, which copies it into that layout"
+            )
+        want_stride *= row if (row and i == ndim - 1) else shape[i]
+    return 0
+
+
+def check_layout(str name, shape, strides, Py_ssize_t itemsize, expected_shape=None,
+                 Py_ssize_t row=0):
+    """Raise ``ValueError`` unless ``shape``/``strides`` (bytes) are the kernels' layout.
+
+    The kernels index a buffer as dense C order, except that consecutive rows
+    (the last axis) may be ``row`` elements apart (the padded field rows of
+    ``Geometry.layout_shape``; 0: dense).  ``expected_shape``, when given,
+    must equal ``shape``; an entry of -1 matches any extent.  Used for CuPy
+    arrays, which have no buffer protocol; host buffers go through
+    :func:`kernel_address`.
+    """
+    cdef Py_ssize_t c_shape[MAX_DIMS]
+    cdef Py_ssize_t c_strides[MAX_DIMS]
+    cdef int i, ndim = len(shape)
+    if ndim > MAX_DIMS or len(strides) != ndim:
+        raise ValueError(f"sweep._C: kernel buffer {name!r} has {ndim} axes")
+    for i in range(ndim):
+        c_shape[i] = shape[i]
+        c_strides[i] = strides[i]
+    _check_layout(name, ndim, c_shape, c_strides, itemsize, expected_shape, row)
+
+
+def kernel_address(str name, obj, str formats, Py_ssize_t itemsize, expected_shape=None,
+                   Py_ssize_t row=0, bint writable=False):
+    """Address of the host buffer ``obj`` once it is checked to be what the kernels read.
+
+    ``formats`` lists the buffer-format characters of the element type the
+    kernels expect (``"f"``, ``"d"``, ``"lq"`` for 64-bit integers), in native
+    byte order, and ``itemsize`` its size in bytes.  The layout must pass
+    :func:`check_layout` (``expected_shape``, ``row``), the buffer must be
+    aligned to its element size and, when ``writable``, not read-only.
+    Raises ``TypeError`` (element type) or ``ValueError`` (the rest).
+    """
+    cdef Py_buffer view
+    cdef size_t address
+    PyObject_GetBuffer(obj, &view, PyBUF_RECORDS_RO)
+    try:
+        fmt = view.format.decode("ascii") if view.format != NULL else "B"
+        if fmt[:1] in ("@", "="):  # native byte order ("=": NumPy's unaligned arrays)
+            fmt = fmt[1:]
+        if len(fmt) != 1 or fmt not in formats or view.itemsize != itemsize:
+            raise TypeError(
+                f"sweep._C: kernel buffer {name!r} has element format {fmt!r}, the kernels "
+                f"need {formats[0]!r} in native byte order; convert it with "
+                "sweep._xp.kernel_array"
+            )
+        if writable and view.readonly:
+            raise ValueError(
+                f"sweep._C: kernel buffer {name!r} is read-only, but the kernels write to it"
+            )
+        _check_layout(name, view.ndim, view.shape, view.strides, view.itemsize, expected_shape,
+                      row)
+        address = <size_t>view.buf
+        if address % <size_t>view.itemsize:
+            raise ValueError(
+                f"sweep._C: kernel buffer {name!r} is not aligned to its {view.itemsize}-byte "
+                "elements; copy it with sweep._xp.kernel_array"
+            )
+        return address
+    finally:
+        PyBuffer_Release(&view)
 
 
 def acoustic_run(int ndim, int order, bint is_double, bint adjoint, params, fields,

@@ -173,7 +173,7 @@ class PropJax:
         pullback = self._tapes.pop(int(np.asarray(token)))
         if pullback is None:  # evicted or never stored: recompute the forward
             _, pullback = self._run(models, amp, grad=True)
-        grads = pullback(np.ascontiguousarray(grad))
+        grads = pullback(grad)
         g_models = tuple(np.asarray(grads[n]) for n in self.spec.models)
         return g_models, None if amp is None else np.asarray(grads["source_amplitudes"])
 

@@ -47,7 +47,7 @@ class _Core(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx: Any, grad: torch.Tensor) -> tuple:
-        grads = ctx.pullback(grad.contiguous())
+        grads = ctx.pullback(grad)  # any strides: the core's kernel_array lays it out
         need = ctx.needs_input_grad
         g_amp = grads.get("source_amplitudes") if need[2] else None
         g_models = (grads[n] if need[3 + i] else None for i, n in enumerate(ctx.names))
