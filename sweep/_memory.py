@@ -251,12 +251,24 @@ def _chunk_bounds(nt: int, chunks: int) -> list[int]:
     return [round(i * nt / n) for i in range(n + 1)]
 
 
+def chunk_count(engine: CompiledAcoustic, requested: int, interval: int) -> int:
+    """Chunks chunked checkpointing uses: ``requested``, or fewer when fewer need less memory.
+
+    c chunks keep c states and one chunk's snapshots (about n_stored / c);
+    their sum is least at c = sqrt(n_stored * snapshot / state), and more
+    chunks only add states (the replay costs one forward pass whatever c).
+    """
+    snap = SnapshotStore.bytes_needed(1, engine.snapshot_shape, engine.dtype, None)
+    best = math.sqrt(_n_stored(engine.geom.nt, interval) * snap / max(engine.state_bytes, 1))
+    return max(1, min(requested, math.ceil(best), engine.geom.nt))
+
+
 def ckpt_bytes(engine: CompiledAcoustic, n: int, mode: str, interval: int) -> int:
     """Checkpoint states plus the replay snapshots they need (``n`` chunks or slots)."""
     nt = engine.geom.nt
     snap = SnapshotStore.bytes_needed(1, engine.snapshot_shape, engine.dtype, None)
     if mode == "chunk":
-        b = _chunk_bounds(nt, n)
+        b = _chunk_bounds(nt, chunk_count(engine, n, interval))
         longest = max(b[i + 1] - b[i] for i in range(len(b) - 1))
         return (len(b) - 1) * engine.state_bytes + (_n_stored(longest, interval) + 1) * snap
     return min(n, nt + 1) * engine.state_bytes + snap
@@ -298,7 +310,8 @@ def peak_bytes(engine: CompiledAcoustic, strategy: str, *, interval: int = 1,
         # 1.4 in memory and 1.2 on disk).  A disk slower than the kernels can
         # hold up to _DISK_QUEUE_BYTES more in the writer's queue; that is not
         # counted.
-        chunk = min(full_bytes(engine, interval, None), _SCRATCH_BYTES)
+        step = SnapshotStore.bytes_needed(1, engine.snapshot_shape, engine.dtype, None)
+        chunk = _scratch_bytes(full_bytes(engine, interval, None), step)
         factor = 3.0 if not compression else 1.2 if storage == "disk" else 1.45
         extra = int(factor * chunk)
         return base + extra + (0 if storage == "disk" else nbytes)
@@ -382,7 +395,7 @@ def plan(engine: CompiledAcoustic, s: MemorySettings) -> MemoryPlan:
         )
     if strategy == "ckpt":
         ck = mem.ckpt
-        n = ck.chunks if ck.mode == "chunk" else ck.count
+        n = chunk_count(engine, ck.chunks, s.interval) if ck.mode == "chunk" else ck.count
         return MemoryPlan(
             f"ckpt-{ck.mode}",
             storage="device",
@@ -550,11 +563,22 @@ def _progress_chunks(nt: int, progress: bool, max_steps: int | None = None) -> l
     return [round(i * nt / n) for i in range(n + 1)]
 
 
+def _scratch_bytes(total: int, step_bytes: int) -> int:
+    """Bytes of the staging chunk of a store of ``total`` (uncompressed) bytes.
+
+    At most _SCRATCH_BYTES, and at most an eighth of the store (but one step):
+    a scratch chunk as large as a small store made bf16 storage cost more
+    than float32.
+    """
+    return min(_SCRATCH_BYTES, max(step_bytes, total // 8))
+
+
 def _io_chunks(
     nt: int, step_bytes: int, progress: bool, align: int = 1, max_steps: int | None = None
 ) -> list[int]:
     """Chunk boundaries for staged (scratch-buffer) storage: bounded scratch size."""
-    steps = max(align, (_SCRATCH_BYTES // max(step_bytes, 1)) // align * align)
+    scratch = _scratch_bytes(-(-nt // align) * step_bytes, step_bytes)
+    steps = max(align, (scratch // max(step_bytes, 1)) // align * align)
     if max_steps:
         steps = min(steps, max_steps)
     bounds = sorted(set(range(0, nt, steps)) | set(_progress_chunks(nt, progress)) | {nt})
@@ -837,7 +861,7 @@ def _backward_boundary(run: _Bwd) -> None:
 def _forward_chunks(run: _Fwd) -> None:
     engine, v2dt2, amp, state, receivers, tape, bar, _ = run.parts()
     g = engine.geom
-    bounds = _chunk_bounds(g.nt, tape.plan.checkpoints)
+    bounds = _chunk_bounds(g.nt, chunk_count(engine, tape.plan.checkpoints, tape.plan.interval))
     for t0, t1 in pairwise(bounds):
         tape.states.append(state.save())
         for a, b in _pieces(engine, t0, t1):

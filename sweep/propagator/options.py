@@ -151,7 +151,10 @@ class CkptOptions:
         ``"chunk"``: periodic checkpoints, ``chunks`` segments replayed one by
         one.  ``"recursive"``: a fixed budget of ``count`` checkpoints.
     chunks : int
-        Number of segments; only for ``mode="chunk"`` (>= 1).
+        Number of segments, at most; only for ``mode="chunk"`` (>= 1).  sweep
+        uses fewer when fewer need less memory: more than
+        ``sqrt(n_stored * snapshot / state)`` chunks only add saved states
+        (the replay costs one forward pass whatever the count).
     count : int
         Checkpoint budget; only for ``mode="recursive"`` (>= 1).
     """
