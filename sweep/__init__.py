@@ -2,13 +2,14 @@
 
 Propagators take NumPy arrays (or CuPy, PyTorch and JAX arrays) and run either
 the compiled kernels (``impl="c"``: C/OpenMP on the CPU, CUDA through CuPy) or
-the eager Array-API code (``impl="eager"``).  ``sweep.vjp`` gives gradients
-and ``sweep.config`` holds the run-time settings.
+the eager Array-API code (``impl="eager"``).  ``sweep.vjp`` gives gradients,
+``sweep.distributed`` spreads them over processes and machines, and
+``sweep.config`` holds the run-time settings.
 """
 
 from __future__ import annotations
 
-from . import backend, equations
+from . import backend, distributed, equations
 from ._config import config
 from ._impl import binding_error
 from ._vjp import vjp
@@ -24,6 +25,7 @@ __all__ = [
     "backend",
     "binding_available",
     "config",
+    "distributed",
     "equations",
     "release_cached_memory",
     "vjp",
