@@ -18,6 +18,37 @@
 #define H (SWEEP_ORDER / 2)
 #define FN(name) SWEEP_CAT3(name, _, SWEEP_SUFFIX)
 
+/* Debug builds (SWEEP_DEBUG, defined by the preamble in debug mode): every
+ * source and receiver index must point at a model cell of its shot, or the
+ * kernel prints which one and stops (__trap).  sweep/_debug.py does the same
+ * test on the host.  Without SWEEP_DEBUG the checks compile to nothing. */
+#ifdef SWEEP_DEBUG
+#ifndef SWEEP_DEBUG_FAIL
+#define SWEEP_DEBUG_FAIL(what, shot, k, j)                                                 \
+  do {                                                                                     \
+    printf("sweep debug: %s %lld of shot %lld has kernel index %lld, not a model cell\n", \
+           what, (long long)(k), (long long)(shot), (long long)(j));                      \
+    __trap();                                                                              \
+  } while (0)
+#endif
+__device__ __forceinline__ bool sweep_is_model_cell(const sweep_acoustic_params &p, sweep_int j) {
+  if (j < 0 || j >= p.shot_stride) return false;
+  const sweep_int c[3] = {j / p.stride[0], j % p.stride[0] / p.stride[1], j % p.stride[1]};
+  for (int d = 0; d < 3; ++d)
+    if (c[d] < p.model_lo[d] || c[d] >= p.model_hi[d]) return false;
+  return true;
+}
+#define SWEEP_CHECK_INDEX(what, shot, k, j) \
+  do {                                      \
+    if (!sweep_is_model_cell(p, (j))) {     \
+      SWEEP_DEBUG_FAIL(what, shot, k, j);   \
+      return;                               \
+    }                                       \
+  } while (0)
+#else
+#define SWEEP_CHECK_INDEX(what, shot, k, j) ((void)0)
+#endif
+
 /* Thread -> (shot, z, y, x) over the active (non-halo) region. */
 __device__ __forceinline__ bool sweep_thread_point(const sweep_acoustic_params &p, sweep_int *shot,
                                                    sweep_int *c) {
@@ -151,6 +182,7 @@ extern "C" __global__ void acoustic_forward_sources(const sweep_acoustic_params 
   if (f.src_amp) {
     for (sweep_int k = 0; k < p.n_src; ++k) {
       const sweep_int j = f.src_idx[shot * p.n_src + k];
+      SWEEP_CHECK_INDEX("source", shot, k, j);
       ((R *)f.u_prev)[off + j] -= v2dt2[j] * ((const R *)f.src_amp)[(shot * p.n_src + k) * p.nt + t];
     }
   }
@@ -162,6 +194,7 @@ extern "C" __global__ void acoustic_record(const sweep_acoustic_params p,
   const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
   if (item >= p.n_shots * p.n_rec) return;
   const sweep_int shot = item / p.n_rec;
+  SWEEP_CHECK_INDEX("receiver", shot, item % p.n_rec, f.rec_idx[item]);
   ((R *)f.rec)[item * p.nt + t] = ((const R *)f.u)[shot * p.shot_stride + f.rec_idx[item]];
 }
 
@@ -173,6 +206,7 @@ extern "C" __global__ void acoustic_inject_residuals(const sweep_acoustic_params
   const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= p.n_rec_groups) return;
   const sweep_int *grp = f.rec_groups + 4 * g;
+  SWEEP_CHECK_INDEX("receiver", grp[0], f.rec_order[grp[2]] % p.n_rec, grp[1]);
   R *mu_prev = (R *)f.u_prev + grp[0] * p.shot_stride + grp[1];
   const R v2dt2 = ((const R *)f.v2dt2)[grp[1]];
   for (sweep_int k = grp[2]; k < grp[3]; ++k)
@@ -258,6 +292,7 @@ extern "C" __global__ void acoustic_adjoint_sources(const sweep_acoustic_params 
   const R *mu = (const R *)f.u;
   for (sweep_int k = 0; k < p.n_src; ++k) {
     const sweep_int j = f.src_idx[shot * p.n_src + k];
+    SWEEP_CHECK_INDEX("source", shot, k, j);
     const sweep_int a = (shot * p.n_src + k) * p.nt + t;
     if (f.grad_src) ((R *)f.grad_src)[a] = -mu[off + j];
     /* Sampled like the snapshots (the caller scales by store_every). */
@@ -268,6 +303,7 @@ extern "C" __global__ void acoustic_adjoint_sources(const sweep_acoustic_params 
     /* u^{t+1} held the source term of step t; the backward step removes it. */
     for (sweep_int k = 0; k < p.n_src; ++k) {
       const sweep_int j = f.src_idx[shot * p.n_src + k];
+      SWEEP_CHECK_INDEX("source", shot, k, j);
       ((R *)f.recon_u_next)[off + j] -=
           v2dt2[j] * ((const R *)f.src_amp)[(shot * p.n_src + k) * p.nt + t];
     }

@@ -2,12 +2,15 @@
 
 Propagators take NumPy arrays (or CuPy, PyTorch and JAX arrays) and run either
 the compiled kernels (``impl="c"``: C/OpenMP on the CPU, CUDA through CuPy) or
-the eager Array-API code (``impl="eager"``).  ``sweep.vjp`` gives gradients.
+the eager Array-API code (``impl="eager"``).  ``sweep.vjp`` gives gradients,
+``sweep.distributed`` spreads them over processes and machines, and
+``sweep.config`` holds the run-time settings.
 """
 
 from __future__ import annotations
 
-from . import backend, equations
+from . import backend, distributed, equations
+from ._config import config
 from ._impl import binding_error
 from ._vjp import vjp
 from .acoustic import AcousticResult, acoustic, estimate_memory
@@ -21,6 +24,8 @@ __all__ = [
     "estimate_memory",
     "backend",
     "binding_available",
+    "config",
+    "distributed",
     "equations",
     "release_cached_memory",
     "vjp",

@@ -23,10 +23,10 @@ trial steps are the run's own steps, so nothing is computed twice.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Sequence
 
+from ._config import config
 from ._grid import Geometry
 
 log = logging.getLogger("sweep")
@@ -56,16 +56,7 @@ _BLOCKING_MIN_BYTES = 8 << 20
 
 def _override() -> Blocking | None:
     """Return the blocking ``SWEEP_TIME_BLOCKING="steps,group,tile"`` fixes, or None."""
-    env = os.environ.get("SWEEP_TIME_BLOCKING", "").strip()
-    if not env or env == "auto":
-        return None
-    try:
-        steps, group, tile = (int(x) for x in env.split(","))
-    except ValueError:
-        raise ValueError(
-            f"SWEEP_TIME_BLOCKING must be 'auto' or three integers 'steps,group,tile', got {env!r}"
-        ) from None
-    return max(steps, 1), max(group, 1), max(tile, 1)
+    return config.get("time_blocking")  # also sweep.config(time_blocking=...)
 
 
 def worth_blocking(geom: Geometry) -> bool:

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
 import time
 from typing import Any
 
 import numpy as np
 
-from . import _blocking, _hostmem
+from . import _blocking, _debug, _hostmem
+from ._config import config
 from ._grid import Geometry
 from ._params import ACOUSTIC_FIELDS
 from ._xp import kernel_array
@@ -190,10 +190,7 @@ def simd_rows() -> int:
     bitwise the result of the scalar loops, which ``SWEEP_SIMD_ROWS=0``
     selects (for tests and for comparing speed).
     """
-    env = os.environ.get("SWEEP_SIMD_ROWS", "1").strip()
-    if env not in ("0", "1"):
-        raise ValueError(f"SWEEP_SIMD_ROWS must be 0 or 1, got {env!r}")
-    return int(env)
+    return int(config.get("simd_rows"))  # also sweep.config(simd_rows=...)
 
 
 def _max_threads() -> int:
@@ -212,7 +209,7 @@ class CompiledAcoustic:
         # Below ~64k cells per step, OpenMP's per-step barriers cost more than
         # the work they share (badly so on a loaded machine): run on one thread.
         small = geom.n_shots * geom.kernel_shot_stride < 65536
-        self.n_threads = int(n_threads or (1 if small else 0))
+        self.n_threads = int(n_threads or (1 if small else config.get("n_threads")))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
 
     def _run(self, *args: Any) -> None:
@@ -418,6 +415,10 @@ class CompiledAcoustic:
             out["params"]["block_group"] = group
             out["params"]["block_tile"] = tile
             out["params"]["simd_rows"] = simd_rows()
+        if _debug.enabled():  # host side of the CUDA kernels' SWEEP_DEBUG index checks
+            for what, idx in (("source", out["src_idx"]), ("receiver", out["rec_idx"])):
+                if idx is not None:
+                    _debug.check_indices(out["params"], what, idx)
         return out
 
     def _common(self, f: _Fields, v2dt2: Any, amp: Any) -> None:
@@ -516,6 +517,7 @@ class CompiledAcoustic:
                "band_u": band_u, "band_w": band_w}  # fmt: skip
         if tuner is None:
             self._forward_call(state, v2dt2, amp, t0, n, out)
+            self._check_finite(state.u, "forward", t0, t0 + n - 1)
             return
         t, end = t0, t0 + n
         while t < end:
@@ -524,6 +526,11 @@ class CompiledAcoustic:
             self._forward_call(state, v2dt2, amp, t, k, out, blocking)
             tuner.record(blocking, k, time.perf_counter() - start)
             t += k
+        self._check_finite(state.u, "forward", t0, t0 + n - 1)
+
+    def _check_finite(self, field: Any, what: str, first: int, last: int) -> None:
+        if _debug.enabled():  # debug mode: NaN/Inf after each call (see sweep._debug)
+            _debug.check_finite(self.geom, field, what, (first, last))
 
     def _forward_call(self, state, v2dt2, amp, t0: int, n: int, out: dict, blocking=None) -> None:
         """Run one kernel call of :meth:`forward_steps` (``out``: its output keywords).
@@ -648,6 +655,7 @@ class CompiledAcoustic:
                 adj.Z[ax].reverse()
             if recon:
                 adj.recon_next, adj.recon = adj.recon, adj.recon_next
+        self._check_finite(adj.lam, "adjoint", t_end - 1, t_end - n)
 
 
 class _NoBar:

@@ -3,19 +3,31 @@
 It exposes the same ``acoustic_run`` entry point as the CPU binding
 (``sweep._C``), taking the same parameter and pointer records, so the driver
 in ``sweep._compiled`` is shared.  Kernels are compiled once per
-(ndim, order, dtype, device) from a preamble that defines the
+(ndim, order, dtype, device, options) from a preamble that defines the
 specialisation macros and the FD coefficients rendered by ``sweep._fd``.
+
+Run-time settings (``sweep.config``) that reach the kernels: ``fast_math``
+(``--use_fast_math``), ``debug`` (``SWEEP_DEBUG``: index bounds checks in the
+kernels), and ``cuda_cache`` / ``cuda_cache_dir``: CuPy keeps compiled
+kernels on disk, here in a sweep-owned folder, so a new process loads them
+instead of compiling (:func:`precompile` fills it ahead of a cluster job).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
+import os
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import _fd
+from ._config import config
 from ._params import ACOUSTIC_PARAMS
 
 _BLOCK = (32, 8, 1)
@@ -30,25 +42,115 @@ def source_dir() -> Path:
     raise FileNotFoundError("sweep's CUDA sources (acoustic.cu) were not found")
 
 
-def preamble(ndim: int, order: int, dtype: np.dtype) -> str:
-    """Macro preamble selecting one specialisation (shared with the nvcc test)."""
+def preamble(ndim: int, order: int, dtype: np.dtype, *, debug: bool = False) -> str:
+    """Macro preamble selecting one specialisation (shared with the nvcc test).
+
+    ``debug`` defines ``SWEEP_DEBUG``: the kernels check every source and
+    receiver index (``cuda/acoustic.cu``).
+    """
     real, tag = ("double", "f64") if np.dtype(dtype) == np.float64 else ("float", "f32")
     return (
-        f"#define SWEEP_NDIM {ndim}\n#define SWEEP_ORDER {order}\n"
+        ("#define SWEEP_DEBUG 1\n" if debug else "")
+        + f"#define SWEEP_NDIM {ndim}\n#define SWEEP_ORDER {order}\n"
         f"#define SWEEP_REAL {real}\n#define SWEEP_SUFFIX {ndim}d_o{order}_{tag}\n" + _fd.c_header()
     )
 
 
+def compile_options(*, fast_math: bool = False) -> tuple[str, ...]:
+    """NVRTC options of the kernels (``fast_math``: ``--use_fast_math``)."""
+    options = ("-std=c++17", f"-I{source_dir()}")
+    return (*options, "--use_fast_math") if fast_math else options
+
+
+_ENV_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _cupy_cache(enabled: bool, folder: str) -> Iterator[None]:
+    """Point CuPy's kernel cache at ``folder``, or keep it in memory only (a cold start).
+
+    CuPy reads ``CUPY_CACHE_DIR`` and ``CUPY_CACHE_IN_MEMORY`` when it
+    compiles, so they are set around the compile only and the user's own
+    CuPy kernels keep CuPy's cache.
+    """
+    names = ("CUPY_CACHE_DIR", "CUPY_CACHE_IN_MEMORY")
+    with _ENV_LOCK:
+        saved = {k: os.environ.get(k) for k in names}
+        os.environ["CUPY_CACHE_DIR"] = folder
+        os.environ["CUPY_CACHE_IN_MEMORY"] = "0" if enabled else "1"
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def kernel_settings() -> tuple[bool, bool, bool, str]:
+    """(fast_math, debug, cuda_cache, cuda_cache_dir) from ``sweep.config``."""
+    return (
+        bool(config.get("fast_math")),
+        bool(config.get("debug")),
+        bool(config.get("cuda_cache")),
+        str(config.get("cuda_cache_dir")),
+    )
+
+
 @functools.cache
-def _module(ndim: int, order: int, dtype_str: str, device_id: int) -> Any:
+def _module(
+    ndim: int,
+    order: int,
+    dtype_str: str,
+    device_id: int,
+    settings: tuple[bool, bool, bool, str],
+) -> Any:
+    """Compile one specialisation (``settings``: :func:`kernel_settings`), once per process."""
     import cupy
 
+    fast_math, debug, cache, folder = settings
     src_dir = source_dir()
-    code = preamble(ndim, order, np.dtype(dtype_str)) + (src_dir / "acoustic.cu").read_text()
-    with cupy.cuda.Device(device_id):
-        mod = cupy.RawModule(code=code, options=("-std=c++17", f"-I{src_dir}"))
+    code = preamble(ndim, order, np.dtype(dtype_str), debug=debug)
+    code += (src_dir / "acoustic.cu").read_text()
+    with cupy.cuda.Device(device_id), _cupy_cache(cache, folder):
+        mod = cupy.RawModule(code=code, options=compile_options(fast_math=fast_math))
         mod.compile()
     return mod
+
+
+def precompile(
+    ndims: Sequence[int] = (2, 3),
+    orders: Sequence[int] = (2, 4, 6, 8),
+    dtypes: Sequence[Any] = (np.float32, np.float64),
+    devices: Sequence[int] | None = None,
+) -> int:
+    """Compile every CUDA kernel specialisation into the kernel cache; return how many.
+
+    Run it once ahead of a cluster job (``sweep precompile``) on a node with
+    the job's GPU model, with ``cuda_cache_dir`` on a file system the job's
+    nodes share, so that no job step compiles.  The current ``fast_math``
+    and ``debug`` settings are part of what is compiled.
+    """
+    try:
+        import cupy
+    except ImportError as exc:
+        raise RuntimeError(
+            f"precompiling the CUDA kernels needs CuPy ({exc}); install sweep[cuda]"
+        ) from None
+    if not config.get("cuda_cache"):
+        raise RuntimeError(
+            "the CUDA kernel cache is off (cuda_cache=False or SWEEP_CUDA_CACHE=0), so "
+            "precompiled kernels would not be kept; turn it on to precompile"
+        )
+    if devices is None:
+        devices = range(int(cupy.cuda.runtime.getDeviceCount()))
+    settings = kernel_settings()
+    count = 0
+    for device, ndim, order, dtype in itertools.product(devices, ndims, orders, dtypes):
+        _module(int(ndim), int(order), np.dtype(dtype).str, int(device), settings)
+        count += 1
+    return count
 
 
 def _swap(fields: np.ndarray, a: str, b: str, axes: list[int] | None = None) -> None:
@@ -74,8 +176,17 @@ def acoustic_run(
     import cupy
 
     dtype = np.float64 if is_double else np.float32
-    mod = _module(ndim, order, np.dtype(dtype).str, cupy.cuda.Device().id)
+    settings = kernel_settings()
+    mod = _module(ndim, order, np.dtype(dtype).str, cupy.cuda.Device().id, settings)
     run_steps(mod, ndim, order, adjoint, params, fields, t, n_steps)
+    if settings[1]:  # debug: report a kernel's failed index check here, not at a later call
+        try:
+            cupy.cuda.get_current_stream().synchronize()
+        except cupy.cuda.runtime.CUDARuntimeError as exc:
+            raise RuntimeError(
+                f"sweep debug: a CUDA kernel stopped ({exc}); the line starting 'sweep debug:' "
+                "that it printed names the bad index"
+            ) from exc
 
 
 def run_steps(

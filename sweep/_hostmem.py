@@ -29,12 +29,13 @@ from __future__ import annotations
 import ctypes
 import math
 import mmap
-import os
 import threading
 import weakref
 from typing import Any
 
 import numpy as np
+
+from ._config import config
 
 # Below this size the ordinary allocator is as fast and wastes no huge page.
 _MIN_BYTES = 4 << 20
@@ -143,7 +144,7 @@ _FIELD_CACHE_BYTES = 1 << 30
 
 
 def _cache_enabled() -> bool:
-    return os.environ.get("SWEEP_STORE_CACHE", "1") != "0"
+    return bool(config.get("store_cache"))  # also sweep.config(store_cache=...)
 
 
 def _close(regions: list[mmap.mmap]) -> None:

@@ -41,8 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _revolve
+from . import _debug, _revolve
 from ._compiled import RECON_SLOT, AdjState, CompiledAcoustic, FwdState, progress_bar
+from ._config import config
 from ._storage import SnapshotStore
 
 log = logging.getLogger("sweep")
@@ -205,14 +206,21 @@ def _device_available(xp: Any) -> int:
 
 
 def default_limits(xp: Any, s: MemorySettings) -> tuple[int, int]:
-    """Byte budgets (device, host): the user's, else 80 % of what is free now."""
-    host = s.limit_host if s.limit_host is not None else int(0.8 * _host_available())
+    """Byte budgets (device, host): the call's, else sweep.config's, else a share of what is free.
+
+    The share is ``memory_fraction`` (default 80 %) of the memory free now.
+    """
+    host = s.limit_host if s.limit_host is not None else config.get("memory_limit_host")
+    if host is None:
+        host = int(config.get("memory_fraction") * _host_available())
     if s.limit_device is not None:
         device = s.limit_device
     elif xp is np:
         device = host  # host arrays: the "device" is host memory
     else:
-        device = int(0.8 * _device_available(xp))
+        device = config.get("memory_limit_device")
+        if device is None:
+            device = int(config.get("memory_fraction") * _device_available(xp))
     return device, host
 
 
@@ -556,11 +564,18 @@ def call_steps(engine: CompiledAcoustic, align: int = 1) -> int:
 
 
 def _progress_chunks(nt: int, progress: bool, max_steps: int | None = None) -> list[int]:
-    """Chunk boundaries between progress updates, at most ``max_steps`` apart."""
+    """Chunk boundaries between progress updates, at most ``max_steps`` apart.
+
+    In debug mode also every ``debug_check_every`` steps: the stepper checks
+    the wavefields for NaN/Inf after each chunk.
+    """
     n = min(nt, 100) if progress else 1
     if max_steps:
         n = max(n, -(-nt // max_steps))
-    return [round(i * nt / n) for i in range(n + 1)]
+    bounds = [round(i * nt / n) for i in range(n + 1)]
+    if _debug.enabled():
+        bounds = sorted(set(bounds) | set(range(0, nt, config.get("debug_check_every"))))
+    return bounds
 
 
 def _scratch_bytes(total: int, step_bytes: int) -> int:
@@ -658,6 +673,8 @@ def backward(
     """
     g = engine.geom
     plan_ = tape.plan
+    if _debug.enabled():
+        _debug.check_residual(grad_rec)
     model = model and plan_.strategy != "none"
     adj = engine.new_adjoint(model=model, source=source)
     bar = progress_bar(progress, g.nt, "sweep adjoint")

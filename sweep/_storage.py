@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from . import _hostmem
+from ._config import config
 
 __all__ = ["SnapshotStore", "StorageError", "from_bf16", "to_bf16"]
 
@@ -532,7 +533,7 @@ class SnapshotStore:
         self._where = where
 
     def _open_disk(self, tmpdir: str | None) -> None:
-        parent = tmpdir or os.environ.get("SWEEP_TMPDIR") or None
+        parent = tmpdir or config.get("tmpdir")
         try:
             directory = tempfile.mkdtemp(prefix="sweep-", dir=parent)
         except OSError as exc:

@@ -4,7 +4,8 @@
 
     sweep list equations      table of the registered equations (generated live)
     sweep show EQUATION       models, wavefields, sources, receivers, orders, options
-    sweep diagnostics         compiled binding, OpenMP, CuPy/CUDA and versions
+    sweep diagnostics         compiled binding, OpenMP, CuPy/CUDA, versions and settings
+    sweep precompile          compile every CUDA kernel into the kernel cache
     sweep demo [ARGS...]      the README demo (``sweep.demo.main``)
 """
 
@@ -20,7 +21,7 @@ from . import __version__, equations
 
 __all__ = ["main"]
 
-COMMANDS = ("list", "show", "diagnostics", "demo")
+COMMANDS = ("list", "show", "diagnostics", "demo", "precompile")
 LISTABLE = ("equations",)
 
 
@@ -98,9 +99,50 @@ def _format_value(value: Any) -> str:
 
 
 def diagnostics_text(info: dict[str, Any]) -> str:
-    """Format the diagnostics dict as aligned ``key: value`` lines."""
+    """Format the diagnostics dict as aligned ``key: value`` lines.
+
+    A ``"settings"`` entry (a list of :meth:`sweep.config.describe` rows)
+    becomes a table of the run-time settings after the lines.
+    """
+    info = dict(info)
+    settings = info.pop("settings", None)
     width = max(len(k) for k in info)
-    return "\n".join(f"{k.ljust(width)}  {_format_value(v)}" for k, v in info.items())
+    text = "\n".join(f"{k.ljust(width)}  {_format_value(v)}" for k, v in info.items())
+    if settings is None:
+        return text
+    rows = [[s["name"], _setting_value(s["value"]), s["source"], s["env"]] for s in settings]
+    table = _table(["Setting", "Value", "From", "Variable"], rows)
+    return f"{text}\nRun-time settings (sweep.config or SWEEP_* variables):\n{table}"
+
+
+def _setting_value(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, tuple):
+        return ",".join(str(x) for x in value)
+    return str(value)
+
+
+def diagnostics() -> dict[str, Any]:
+    """Return the diagnostics dict plus ``"settings"``: every run-time setting and its source."""
+    from ._config import config
+    from .backend.torch import binding
+
+    info = binding.diagnostics()
+    info["settings"] = config.describe()
+    return info
+
+
+def precompile() -> str:
+    """Compile every CUDA kernel specialisation into the kernel cache; return a report line."""
+    from . import _cuda_backend
+    from ._config import config
+
+    try:
+        count = _cuda_backend.precompile()
+    except RuntimeError as exc:
+        raise _Error(str(exc)) from None
+    return f"compiled {count} CUDA kernel modules into {config.get('cuda_cache_dir')}"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -113,8 +155,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("what", metavar="WHAT", help="what to list: equations")
     p = sub.add_parser("show", help="describe one equation")
     p.add_argument("equation", metavar="EQUATION")
-    p = sub.add_parser("diagnostics", help="compiled binding, OpenMP, CUDA and versions")
+    p = sub.add_parser(
+        "diagnostics", help="compiled binding, OpenMP, CUDA, versions and run-time settings"
+    )
     p.add_argument("--json", action="store_true", help="print the dict as JSON")
+    sub.add_parser(
+        "precompile",
+        help="compile every CUDA kernel into the kernel cache (cuda_cache_dir), e.g. before a "
+        "cluster job",
+    )
     sub.add_parser("demo", help="run the README demo (arguments go to sweep.demo)")
     return parser
 
@@ -138,10 +187,10 @@ def _run(argv: list[str]) -> int:
     elif args.command == "show":
         print(show_equation(args.equation))
     elif args.command == "diagnostics":
-        from .backend.torch import binding
-
-        info = binding.diagnostics()
-        print(json.dumps(info, indent=2) if args.json else diagnostics_text(info))
+        info = diagnostics()
+        print(json.dumps(info, indent=2, default=str) if args.json else diagnostics_text(info))
+    elif args.command == "precompile":
+        print(precompile())
     return 0
 
 

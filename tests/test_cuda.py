@@ -51,6 +51,22 @@ def test_cuda_sources_compile(tmp_path, ndim, order, dtype):
         assert f"fma.rn.{other}" not in ptx and "cvt.f64.f32" not in ptx, cu.name
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("ndim", (2, 3))
+def test_cuda_debug_build_compiles_with_its_checks(tmp_path, ndim):
+    """Debug mode's SWEEP_DEBUG build compiles cleanly and traps; the plain build has no trap."""
+    for debug in (False, True):
+        unit = tmp_path / "acoustic.cu"
+        text = (source_dir() / "acoustic.cu").read_text()
+        unit.write_text(preamble(ndim, 4, np.dtype(np.float32), debug=debug) + text)
+        ptx = tmp_path / "out.ptx"
+        cmd = [NVCC, "-std=c++17", "-arch=sm_80", f"-I{source_dir()}", "--ptx", "-Werror",
+               "all-warnings", "-o", str(ptx), str(unit)]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert ("trap;" in ptx.read_text()) == debug
+
+
 def _gpu_available() -> bool:
     try:
         import cupy

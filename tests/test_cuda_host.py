@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import sweep
-from sweep import _compiled, _cuda_backend
+from sweep import _compiled, _cuda_backend, _grid
 from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
 from sweep.testing import random_problem
 
@@ -39,6 +39,22 @@ using std::fma;
 #define __forceinline__ inline
 struct sweep_emu_dim3 { unsigned x, y, z; };
 static sweep_emu_dim3 blockIdx, threadIdx, blockDim, gridDim;
+"""
+
+# Debug builds: a failed SWEEP_CHECK_INDEX is recorded (the first one) instead of
+# printf + __trap, and the kernel returns as on a GPU.
+_DEBUG_SHIM = """
+static long long sweep_emu_fail[4] = {0, -1, -1, -1}; /* count, shot, entry, index */
+static const char *sweep_emu_what = "";
+#define SWEEP_DEBUG_FAIL(what, shot, k, j)                                        \\
+  do {                                                                           \\
+    if (sweep_emu_fail[0]++ == 0) {                                              \\
+      sweep_emu_what = (what);                                                   \\
+      sweep_emu_fail[1] = (shot), sweep_emu_fail[2] = (k), sweep_emu_fail[3] = (j); \\
+    }                                                                            \\
+  } while (0)
+extern "C" long long *emu_debug_failures(void) { return sweep_emu_fail; }
+extern "C" const char *emu_debug_what(void) { return sweep_emu_what; }
 """
 
 _KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\)')
@@ -104,16 +120,20 @@ class _HostModule:
 
 
 @functools.cache
-def _host_module(ndim: int, order: int, dtype_str: str, build_dir: str) -> _HostModule:
+def _host_module(
+    ndim: int, order: int, dtype_str: str, build_dir: str, debug: bool = False
+) -> _HostModule:
     src = _cuda_backend.source_dir()
     text = (src / "acoustic.cu").read_text()
     kernels = _kernels(text)
     assert kernels, "no kernels found in acoustic.cu"
-    unit = Path(build_dir) / f"acoustic_{ndim}d_o{order}_{np.dtype(dtype_str).name}.cpp"
+    tag = "_debug" if debug else ""
+    unit = Path(build_dir) / f"acoustic_{ndim}d_o{order}_{np.dtype(dtype_str).name}{tag}.cpp"
     lib = unit.with_suffix(".so")
     unit.write_text(
         _SHIM
-        + _cuda_backend.preamble(ndim, order, np.dtype(dtype_str))
+        + (_DEBUG_SHIM if debug else "")
+        + _cuda_backend.preamble(ndim, order, np.dtype(dtype_str), debug=debug)
         + text
         + "".join(_wrapper(n, t) for n, t in kernels.items())
     )
@@ -134,15 +154,19 @@ def _host_module(ndim: int, order: int, dtype_str: str, build_dir: str) -> _Host
     return _HostModule(ctypes.CDLL(str(lib)), kernels)
 
 
-@pytest.fixture
-def cuda_on_host(monkeypatch, tmp_path_factory):
-    """Make impl="c" on NumPy arrays run the CUDA kernels (host build) instead of sweep._C."""
+def _use_host_cuda(monkeypatch, tmp_path_factory, *, debug: bool = False) -> list:
+    """Make impl="c" on NumPy arrays run the CUDA kernels (host build) instead of sweep._C.
+
+    Returns a list that receives each module the runs used.
+    """
     build = str(tmp_path_factory.getbasetemp() / "cuda_host")
     Path(build).mkdir(exist_ok=True)
+    used = []
 
     def run(self, ndim, order, is_double, adjoint, params, fields, t, n, n_threads=0):
         dtype = np.dtype(np.float64 if is_double else np.float32).str
-        mod = _host_module(ndim, order, dtype, build)
+        mod = _host_module(ndim, order, dtype, build, debug)
+        used.append(mod)
         _cuda_backend.run_steps(mod, ndim, order, adjoint, params, fields, t, n)
 
     original = _compiled.CompiledAcoustic.__dict__["_constants"].func
@@ -158,6 +182,13 @@ def cuda_on_host(monkeypatch, tmp_path_factory):
     prop.__set_name__(_compiled.CompiledAcoustic, "_constants")
     monkeypatch.setattr(_compiled.CompiledAcoustic, "_constants", prop)
     monkeypatch.setattr(_compiled.CompiledAcoustic, "_run", run)
+    return used
+
+
+@pytest.fixture
+def cuda_on_host(monkeypatch, tmp_path_factory):
+    """Make impl="c" on NumPy arrays run the CUDA kernels (host build) instead of sweep._C."""
+    _use_host_cuda(monkeypatch, tmp_path_factory)
 
 
 def _run(problem, d, **kw):
@@ -213,3 +244,41 @@ def test_host_cuda_strategies_match_full_storage(memory, strategy, cuda_on_host)
     for key in ("v", "source_amplitudes"):
         scale = np.abs(ref[key]).max()
         np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12 * scale)
+
+
+def test_host_cuda_debug_index_checks(monkeypatch, tmp_path_factory):
+    """SWEEP_DEBUG kernels: bitwise the plain kernels on good indices; a bad one is caught.
+
+    The kernels' own check (not sweep's host-side one, which debug mode runs
+    first) is what runs here: sweep.config(debug=...) stays off.
+    """
+    problem = random_problem(2, accuracy=4, nt=20)
+    d = np.random.default_rng(8).standard_normal((2, 3, 20))
+    _use_host_cuda(monkeypatch, tmp_path_factory)
+    out, ref = _run(problem, d)
+    used = _use_host_cuda(monkeypatch, tmp_path_factory, debug=True)
+    out_dbg, got = _run(problem, d)
+    fails = used[0].lib.emu_debug_failures
+    fails.restype = ctypes.POINTER(ctypes.c_longlong)
+    assert fails()[0] == 0
+    assert np.array_equal(out.receivers, out_dbg.receivers)
+    for key in ref:
+        assert np.array_equal(ref[key], got[key]), key
+    original = _grid.Geometry.kernel_index
+
+    def shifted(self, idx):  # the last source of the last shot into its row's padding
+        out = original(self, idx).copy()
+        if out.shape[-1] == 2:
+            pitch = self.layout_shape[-1]
+            out[-1, -1] = out[-1, -1] // pitch * pitch + self.padded_shape[-1]
+        return out
+
+    monkeypatch.setattr(_grid.Geometry, "kernel_index", shifted)
+    out_bad = sweep.acoustic(**problem, impl="c")
+    what = used[0].lib.emu_debug_what
+    what.restype = ctypes.c_char_p
+    count, shot, entry, index = fails()[:4]
+    assert count > 0 and what() == b"source" and (shot, entry) == (1, 1)
+    g = out_bad.geometry
+    assert index % g.layout_shape[-1] == g.padded_shape[-1]
+    assert np.isfinite(out_bad.receivers).all()  # the bad write was skipped
