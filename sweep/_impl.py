@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.machinery
+import os
+import sys
 import warnings
+from pathlib import Path
 
 IMPLS = (None, "auto", "c", "eager")
+
+EDITABLE_INSTALL = "pip install --no-build-isolation -e ."
 
 
 def binding_error() -> str | None:
@@ -16,11 +22,72 @@ def binding_error() -> str | None:
     return None
 
 
+def _same_dir(entry: str, root: Path) -> bool:
+    try:
+        return Path(entry or os.curdir).resolve() == root
+    except OSError:
+        return False
+
+
+def source_tree_hint() -> str | None:
+    """Say what to do when ``sweep`` was imported from an unbuilt source checkout.
+
+    Python puts the current directory (``python -c``, ``-m``, the REPL) or the
+    script's folder first on ``sys.path``, so a script run from the
+    repository root imports the ``sweep/`` folder there, which has no compiled
+    ``sweep._C``, instead of the installed package.  An editable install
+    (meson-python) imports the same folder through its own finder and builds
+    ``_C``, so it is not this case.
+
+    Returns
+    -------
+    str or None
+        Sentences naming the checkout, any installed copy it hides and the
+        fix; None when ``sweep`` is not an unbuilt source checkout.
+    """
+    spec = sys.modules[__package__].__spec__
+    # The plain path-based loader exactly: an editable install's loader subclasses it.
+    if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader:
+        return None
+    pkg = Path(__file__).resolve().parent
+    root = pkg.parent
+    if not ((pkg / "meson.build").is_file() and (root / "pyproject.toml").is_file()):
+        return None  # installed packages have no meson.build
+    others = [p for p in sys.path if not _same_dir(p, root)]
+    other = importlib.machinery.PathFinder.find_spec(__package__, others)
+    origin = getattr(other, "origin", None)
+    where = f"Python imported sweep from the source checkout {root}, which has no built sweep._C"
+    editable = (
+        f"build this checkout in place with the editable install ({EDITABLE_INSTALL} in "
+        f"{root}; it needs meson-python, meson, ninja, Cython and numpy, and rebuilds "
+        "sweep._C on import)"
+    )
+    if origin is not None:
+        return (
+            f"{where}, instead of the installed sweep at {Path(origin).parent}, because it "
+            "puts the current directory (or the script's folder) first on sys.path. Run from "
+            f"another directory to use the installed sweep, or {editable}."
+        )
+    return (
+        f"{where}, and found no installed sweep. Either {editable}, or install it "
+        f"(pip install . in {root}) and run from another directory."
+    )
+
+
+def binding_fix() -> str:
+    """Return what to do to get ``sweep._C``: the source-checkout hint, or build from source."""
+    hint = source_tree_hint()
+    if hint is not None:
+        return hint
+    return "Build sweep from source with a C compiler (pip install .) to enable impl='c'."
+
+
 def resolve_impl(impl: str | None, *, stacklevel: int = 3) -> str:
     """Return "c" or "eager" for a requested ``impl``.
 
     ``None``/"auto" and "c" use the compiled kernels when ``sweep._C`` imports
-    and otherwise fall back to "eager" with a ``UserWarning`` naming the reason.
+    and otherwise fall back to "eager" with a ``UserWarning`` naming the
+    reason and the fix (see :func:`source_tree_hint`).
     """
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of None, 'auto', 'c' or 'eager', got {impl!r}")
@@ -31,7 +98,7 @@ def resolve_impl(impl: str | None, *, stacklevel: int = 3) -> str:
         return "c"
     warnings.warn(
         f"sweep._C is not available ({reason}); falling back to impl='eager', which is much "
-        "slower. Build sweep from source with a C compiler (pip install .) to enable impl='c'.",
+        f"slower and differentiates PyTorch and JAX arrays only. {binding_fix()}",
         UserWarning,
         stacklevel=stacklevel,
     )

@@ -15,7 +15,7 @@ from . import _validate as val
 from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
 from ._grid import Geometry
-from ._impl import resolve_impl
+from ._impl import binding_error, binding_fix, resolve_impl
 from ._xp import (
     array_namespace,
     from_kernel_array,
@@ -495,9 +495,12 @@ def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, A
 
         return result, pullback
     lib = "CuPy" if is_cupy_array(v) else "NumPy"
+    reason = binding_error()
+    # impl='c' is no way out when the binding is missing: say why and how to get it.
+    why = "" if reason is None else f" (sweep._C is not available: {reason}. {binding_fix()})"
     raise ValueError(
         f"impl='eager' gets its gradients from the array library's autodiff, and {lib} has "
-        "none; use impl='c' (the compiled adjoint) or pass torch or JAX arrays"
+        f"none; use impl='c' (the compiled adjoint) or pass torch or JAX arrays{why}"
     )
 
 
