@@ -543,12 +543,7 @@ class CompiledAcoustic:
         f = _Fields(self, adjoint=False)
         self._common(f, v2dt2, amp)
         f.set("rec", receivers if g.n_rec else None)
-        f.set("u_prev", state.u_prev)
-        f.set("u", state.u)
-        for ax in self.axes:
-            f.set("psi", state.psi[ax][0], ax)
-            f.set("psi_new", state.psi[ax][1], ax)
-            f.set("zeta", state.zeta[ax], ax)
+        self._forward_state(f, state)
         f.set("store", store)
         if band_u is not None:
             self._band(f)
@@ -578,17 +573,21 @@ class CompiledAcoustic:
         g = self.geom
         f = _Fields(self, adjoint=False)
         self._common(f, v2dt2, None)
+        self._forward_state(f, state)
+        self._band(f, replay_w)
+        f.set("band_u", band_u)
+        self._run(g.ndim, g.order, self.dtype == np.float64, False, self._params(1, True), f.rec,
+                  t0, n, self.n_threads)  # fmt: skip
+        self._swap_forward(state, n)
+
+    def _forward_state(self, f: _Fields, state: FwdState) -> None:
+        """Point the forward kernels' wavefield slots at ``state``."""
         f.set("u_prev", state.u_prev)
         f.set("u", state.u)
         for ax in self.axes:
             f.set("psi", state.psi[ax][0], ax)
             f.set("psi_new", state.psi[ax][1], ax)
             f.set("zeta", state.zeta[ax], ax)
-        self._band(f, replay_w)
-        f.set("band_u", band_u)
-        self._run(g.ndim, g.order, self.dtype == np.float64, False, self._params(1, True), f.rec,
-                  t0, n, self.n_threads)  # fmt: skip
-        self._swap_forward(state, n)
 
     def _swap_forward(self, state: FwdState, n: int) -> None:
         if n % 2:

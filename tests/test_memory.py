@@ -287,6 +287,18 @@ def _survey(nt=300):
     )
 
 
+def _measured_gradient_peak(v, kw, memory):
+    """(result, tracemalloc peak bytes) of one forward + adjoint run."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        out, pullback = sweep.vjp(sweep.acoustic, v, **kw, **memory)
+        pullback(np.ones_like(out.receivers))
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize(
     ("memory", "key"),
     [
@@ -301,14 +313,7 @@ def test_estimate_memory_is_within_ten_percent_of_the_measured_peak(memory, key)
     v, kw = _survey()
     est = sweep.estimate_memory(v, **kw, **memory)
     assert est.peak == est.strategies[key]
-    gc.collect()
-    tracemalloc.start()
-    try:
-        out, pullback = sweep.vjp(sweep.acoustic, v, **kw, **memory)
-        pullback(np.ones_like(out.receivers))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    out, peak = _measured_gradient_peak(v, kw, memory)
     assert abs(est.peak - peak) <= 0.1 * peak, (est.peak, peak)
     assert out.memory_plan.strategy == est.plan.strategy
 
@@ -343,14 +348,7 @@ def test_small_runs_save_memory_and_match_the_estimate(make, memory, key):
     v, kw = make()
     est = sweep.estimate_memory(v, **kw, **memory)
     assert est.strategies[key] < est.strategies["full"]
-    gc.collect()
-    tracemalloc.start()
-    try:
-        out, pullback = sweep.vjp(sweep.acoustic, v, **kw, **memory)
-        pullback(np.ones_like(out.receivers))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    _, peak = _measured_gradient_peak(v, kw, memory)
     assert abs(est.peak - peak) <= 0.1 * peak, (est.peak, peak)
 
 
