@@ -487,6 +487,10 @@ class MemoryEstimate:
         schedule with the requested count, else 20 checkpoints).
     storage : dict
         Bytes of snapshots, strips or checkpoints per strategy.
+    eager : EagerMemoryEstimate or None
+        The eager path's gradient (``impl="eager"``, PyTorch or JAX
+        autodiff), with and without checkpointing; see
+        :class:`sweep._eager_memory.EagerMemoryEstimate`.
     """
 
     plan: MemoryPlan
@@ -494,6 +498,7 @@ class MemoryEstimate:
     forward_peak: int
     strategies: dict[str, int]
     storage: dict[str, int]
+    eager: Any = None
 
 
 def memory_estimate(engine: CompiledAcoustic, s: MemorySettings) -> MemoryEstimate:

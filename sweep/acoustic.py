@@ -14,6 +14,7 @@ from . import _memory
 from . import _validate as val
 from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
+from ._eager_memory import eager_memory
 from ._grid import Geometry
 from ._impl import binding_error, binding_fix, resolve_impl
 from ._xp import (
@@ -195,7 +196,8 @@ def _prepare(
         warnings.warn(
             "the memory options (memory=, storage_mode=, storage_compression=, "
             "model_gradient_sampling_interval=) apply to impl='c'; the eager path is "
-            "differentiated by the array library (checkpoint it with PropTorch(use_ckpt=True))",
+            "differentiated by the array library (PropTorch and PropJax checkpoint it by "
+            "default; see their use_ckpt and ckpt_chunks)",
             UserWarning,
             stacklevel=4,
         )
@@ -411,20 +413,29 @@ def estimate_memory(
     Takes exactly the arguments of :func:`sweep.acoustic` (validated the same
     way) and reports, for the compiled implementation, the estimated peak
     bytes of a forward + adjoint run under each memory strategy, the storage
-    each keeps, and the plan the call's own memory keywords would choose.
+    each keeps, and the plan the call's own memory keywords would choose;
+    and, for the eager implementation (gradients from PyTorch or JAX), the
+    peak with and without checkpointing.
 
     Returns
     -------
     MemoryEstimate
         ``.peak`` (bytes under the chosen plan), ``.plan``, ``.strategies``
-        (peak bytes per strategy), ``.storage`` and ``.forward_peak``.
+        (peak bytes per strategy), ``.storage`` and ``.forward_peak`` of the
+        compiled implementation; ``.eager`` (an
+        :class:`~sweep._eager_memory.EagerMemoryEstimate`: ``.ckpt``, the
+        checkpointed peak of ``PropTorch``'s default, ``.plain``, the peak
+        keeping the whole graph, ``.ckpt_chunks`` and ``.forward``).
     """
     args = inspect.signature(acoustic).bind(v, grid_spacing, dt, **kwargs)
     args.apply_defaults()
     call = _prepare(**args.arguments)
+    dtype = np.dtype(val.dtype_name(v))
     xp = __import__("cupy") if is_cupy_array(v) else np
-    engine = CompiledAcoustic(call.geom, xp, np.dtype(val.dtype_name(v)))
-    return _memory.memory_estimate(engine, call.memory)
+    engine = CompiledAcoustic(call.geom, xp, dtype)
+    estimate = _memory.memory_estimate(engine, call.memory)
+    estimate.eager = eager_memory(call.geom, dtype.itemsize)
+    return estimate
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,7 +44,10 @@ from ._vjp import vjp
 from .acoustic import acoustic
 from .models import ricker, smooth, surface_acquisition, synthetic_model
 
-__all__ = ["DemoConfig", "DemoResult", "main", "run_fwi", "save_figure"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["DemoConfig", "DemoResult", "demo_figure", "main", "run_fwi", "save_figure"]
 
 V_MIN = 1400.0
 V_MAX = 5000.0
@@ -121,6 +125,9 @@ class DemoResult:
         Number of iterations done when each ``misfit`` entry was measured.
     seconds : float
         Wall-clock time of the inversion.
+    source_locations, receiver_locations : numpy.ndarray or None
+        Grid indices of the sources ``(n_shots, 1, 2)`` and receivers
+        ``(n_shots, n_receivers, 2)``; the figure draws gathers against offset.
     """
 
     v_true: np.ndarray
@@ -133,6 +140,8 @@ class DemoResult:
     bands: list[float] = field(default_factory=list)
     iteration: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    source_locations: np.ndarray | None = None
+    receiver_locations: np.ndarray | None = None
 
 
 def _stable_dt(config: DemoConfig) -> float:
@@ -305,7 +314,9 @@ def run_fwi(
     src, rec = surface_acquisition(config.shape, config.n_shots, config.receiver_spacing)
     weight = _gradient_weight(config)
     err0 = float(np.linalg.norm(v_init - v_true))
-    result = DemoResult(v_true, v_init, v_init, np.empty(0), dt)
+    result = DemoResult(
+        v_true, v_init, v_init, np.empty(0), dt, source_locations=src, receiver_locations=rec
+    )
     n_bands = len(config.freqs)
     per_band = [
         config.iterations // n_bands + (i < config.iterations % n_bands) for i in range(n_bands)
@@ -364,8 +375,90 @@ def run_fwi(
     return result
 
 
+def demo_figure(result: DemoResult, spacing: float, shot: int = 0) -> Figure:
+    """Draw the true, starting and recovered models, a shot gather and the convergence.
+
+    Parameters
+    ----------
+    result : DemoResult
+        Output of :func:`run_fwi`.
+    spacing : float
+        Cell size in metres.
+    shot : int, optional
+        Index of the observed shot gather to show.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (close it with ``matplotlib.pyplot.close`` when done).
+
+    Raises
+    ------
+    ImportError
+        If matplotlib is not installed.
+    """
+    from . import plot
+
+    plt = plot._pyplot()
+    from matplotlib.ticker import MaxNLocator
+
+    nz, nx = result.v_true.shape
+    # Three models in their true proportions, stacked in a column (axes about
+    # 6.6 inches wide, as the width ratio leaves them) beside the gather and the
+    # convergence plot; the height fits them with their titles and labels.
+    model_height = min(6.6 * nz / nx, 3.0)
+    fig = plt.figure(figsize=(12.5, 3 * model_height + 2.0), layout="constrained")
+    # Two subfigures, so that each column's titles and labels space its own rows.
+    left, right = fig.subfigures(1, 2, width_ratios=(2.1, 1.0))
+    lo, hi = float(result.v_true.min()), float(result.v_true.max())
+    err = result.model_error[-1] if result.model_error else 1.0
+    panels = (
+        (result.v_true, "True model"),
+        (result.v_init, "Starting model (smoothed true model)"),
+        (result.v_inv, f"Recovered model (error {err:.2f} x the starting model's)"),
+    )
+    model_axes = left.subplots(3, 1, sharex=True)
+    for ax, (model, title) in zip(model_axes, panels, strict=True):
+        plot.plot_model(model, spacing, ax=ax, title=title, vmin=lo, vmax=hi, colorbar=False)
+    for ax in model_axes[:-1]:
+        ax.set_xlabel("")
+    # One colour bar for the three models: they share the true model's scale.
+    left.colorbar(model_axes[0].images[0], ax=model_axes, label="velocity (m/s)", shrink=0.6)
+    gather_ax, ax = right.subplots(2, 1, height_ratios=(2.0, 1.0))
+    located = result.receiver_locations is not None and result.source_locations is not None
+    plot.plot_gather(
+        result.observed[shot],
+        result.dt,
+        ax=gather_ax,
+        clip=90.0,
+        title=f"Observed shot gather {shot}",
+        receiver_locations=result.receiver_locations[shot] if located else None,
+        source_location=result.source_locations[shot, 0] if located else None,
+        spacing=spacing if located else None,
+    )
+    it = np.asarray(result.iteration)
+    bands = np.asarray(result.bands)
+    for freq in dict.fromkeys(result.bands):
+        sel = bands == freq
+        ax.semilogy(
+            it[sel], np.asarray(result.misfit)[sel], "o-", ms=3, label=f"misfit, {freq:g} Hz"
+        )
+    ax.set_xlabel("iteration")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("misfit / starting misfit")
+    ax.set_title("Convergence")
+    right = ax.twinx()
+    right.plot(it, result.model_error, "s-", ms=3, color="k", label="model error")
+    right.set_ylim(0.0, 1.05 * max(result.model_error, default=1.0))
+    right.set_ylabel("model error / starting error")
+    lines = ax.get_lines() + right.get_lines()
+    # Misfit and model error fall from the top left: the bottom left stays clear.
+    ax.legend(lines, [line.get_label() for line in lines], fontsize="small", loc="lower left")
+    return fig
+
+
 def save_figure(result: DemoResult, path: str, spacing: float, shot: int = 0) -> None:
-    """Write the true, starting and recovered models and a shot gather to a PNG.
+    """Write :func:`demo_figure` to a PNG.
 
     Parameters
     ----------
@@ -385,46 +478,9 @@ def save_figure(result: DemoResult, path: str, spacing: float, shot: int = 0) ->
     """
     from . import plot
 
-    plt = plot._pyplot()
-    fig = plt.figure(figsize=(13.0, 7.5), layout="constrained")
-    grid = fig.add_gridspec(3, 2, width_ratios=(2.4, 1.0))
-    lo, hi = float(result.v_true.min()), float(result.v_true.max())
-    err = result.model_error[-1] if result.model_error else 1.0
-    panels = (
-        (result.v_true, "True model"),
-        (result.v_init, "Starting model (smoothed true model)"),
-        (result.v_inv, f"Recovered model (error {err:.2f} x the starting model's)"),
-    )
-    for row, (model, title) in enumerate(panels):
-        plot.plot_model(
-            model, spacing, ax=fig.add_subplot(grid[row, 0]), title=title, vmin=lo, vmax=hi
-        )
-    plot.plot_gather(
-        result.observed[shot],
-        result.dt,
-        ax=fig.add_subplot(grid[:2, 1]),
-        clip=90.0,
-        title=f"Observed shot gather {shot}",
-    )
-    ax = fig.add_subplot(grid[2, 1])
-    it = np.asarray(result.iteration)
-    bands = np.asarray(result.bands)
-    for freq in dict.fromkeys(result.bands):
-        sel = bands == freq
-        ax.semilogy(
-            it[sel], np.asarray(result.misfit)[sel], "o-", ms=3, label=f"misfit, {freq:g} Hz"
-        )
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("misfit / starting misfit")
-    ax.set_title("Convergence")
-    right = ax.twinx()
-    right.plot(it, result.model_error, "s-", ms=3, color="k", label="model error")
-    right.set_ylim(0.0, 1.05 * max(result.model_error, default=1.0))
-    right.set_ylabel("model error / starting error")
-    lines = ax.get_lines() + right.get_lines()
-    ax.legend(lines, [line.get_label() for line in lines], fontsize="small", loc="best")
+    fig = demo_figure(result, spacing, shot)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    plot._pyplot().close(fig)
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:

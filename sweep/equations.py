@@ -141,6 +141,9 @@ class EagerPlan:
     key : tuple
         Hashable summary of the constants baked into ``step`` (for caches of
         compiled steps).
+    memory : EagerMemoryEstimate, optional
+        Estimated bytes of a gradient run; the adapters plan their checkpoint
+        chunks from it (None: about ``sqrt(nt)`` chunks).
     """
 
     nt: int
@@ -152,6 +155,7 @@ class EagerPlan:
     step: Callable[[Any, Any, Any], tuple[Any, Any]]
     wavefield: Callable[[Any], Any]
     key: tuple
+    memory: Any = None
 
 
 def _host_proxy(x: Any, fill: float | None, name: str, needs: str) -> np.ndarray | None:
@@ -192,6 +196,8 @@ def acoustic_eager_plan(
     EagerPlan
     """
     from ._eager import EagerAcoustic
+    from ._eager_memory import eager_memory
+    from ._validate import dtype_name
     from .acoustic import _model_view, _prepare, acoustic
 
     (v,) = models
@@ -229,6 +235,7 @@ def acoustic_eager_plan(
         step=engine.step,
         wavefield=lambda state: _model_view(geom, state["u"]),
         key=key,
+        memory=eager_memory(geom, np.dtype(dtype_name(like)).itemsize),
     )
 
 

@@ -9,7 +9,10 @@ functions work in scripts, tests and CI and figures can be saved with
 
 Every function draws 2D arrays in physical units (metres from the model
 origin, seconds), depth increasing downwards, and returns the
-:class:`matplotlib.axes.Axes` it drew on.
+:class:`matplotlib.axes.Axes` it drew on.  Models, wavefields and gradients
+keep their true aspect ratio (one metre is as long across as down) unless
+``aspect`` says otherwise; gathers show the receivers' offset or x in metres
+when their locations and the grid spacing are given.
 """
 
 from __future__ import annotations
@@ -80,6 +83,33 @@ def _extent(shape: tuple[int, ...], spacing: float | Sequence[float]) -> list[fl
     return [-0.5 * dx, (nx - 0.5) * dx, (nz - 0.5) * dz, -0.5 * dz]
 
 
+def _section_figsize(
+    shape: tuple[int, ...], spacing: float | Sequence[float], aspect: str | float
+) -> tuple[float, float]:
+    """Figure size (inches) that fits a section drawn with ``aspect`` and a colour bar."""
+    if aspect == "auto":
+        return (8.0, 3.5)
+    dz, dx = _spacing2(spacing)
+    nz, nx = shape
+    ratio = (nz * dz) / (nx * dx) * (1.0 if aspect == "equal" else float(aspect))
+    # Axes about 6.6 inches across (or 6.6 inches down for tall sections), plus
+    # room for the title, labels and colour bar; with the height of the axes
+    # matched, the colour bar is as tall as the section.
+    width = 6.6 if ratio <= 1.0 else max(6.6 / ratio, 2.0)
+    return (width + 1.9, min(width * ratio, 9.0) + 1.0)
+
+
+def _check_aspect(aspect: Any) -> str | float:
+    if aspect in ("equal", "auto"):
+        return aspect
+    if isinstance(aspect, (int, float)) and not isinstance(aspect, bool) and aspect > 0:
+        return float(aspect)
+    raise ValueError(
+        "aspect must be 'equal' (true proportions), 'auto' (fill the axes) or a positive "
+        f"number (depth stretched by that factor), got {aspect!r}"
+    )
+
+
 def _clip_value(a: np.ndarray, clip: float) -> float:
     if not 0 < clip <= 100:
         raise ValueError(f"clip must be a percentile in (0, 100], got {clip!r}")
@@ -104,8 +134,9 @@ def plot_model(
     cmap: str = "viridis",
     colorbar: bool = True,
     units: str = "m/s",
+    aspect: str | float = "equal",
 ) -> Axes:
-    """Show a 2D velocity model in physical coordinates.
+    """Show a 2D velocity model in physical coordinates, in its true proportions.
 
     Parameters
     ----------
@@ -126,6 +157,10 @@ def plot_model(
         Add a colour bar labelled with ``units``.
     units : str, optional
         Label of the colour bar.
+    aspect : {"equal", "auto"} or float, optional
+        ``"equal"`` (default): a metre of depth as long as a metre across;
+        ``"auto"``: fill the axes; a number: depth stretched by that factor
+        (vertical exaggeration).
 
     Returns
     -------
@@ -133,14 +168,15 @@ def plot_model(
         The axes drawn on.
     """
     arr = _as_2d("v", v)
-    ax = _axes(ax, (8.0, 3.5))
+    aspect = _check_aspect(aspect)
+    ax = _axes(ax, _section_figsize(arr.shape, spacing, aspect))
     image = ax.imshow(
         arr,
         extent=_extent(arr.shape, spacing),
         cmap=cmap,
         vmin=vmin,
         vmax=vmax,
-        aspect="auto",
+        aspect=aspect,
         interpolation="nearest",
     )
     ax.set_xlabel("x (m)")
@@ -159,9 +195,18 @@ def plot_gather(
     *,
     title: str = "Shot gather",
     receiver_spacing: float | None = None,
+    receiver_locations: Any = None,
+    spacing: float | Sequence[float] | None = None,
+    source_location: Any = None,
     cmap: str = "gray",
 ) -> Axes:
     """Show one shot gather, time increasing downwards.
+
+    The horizontal axis is, by what is given: the offset from the source in
+    metres (``receiver_locations``, ``spacing`` and ``source_location``), the
+    receivers' x in metres (``receiver_locations`` and ``spacing``), the
+    distance along the spread (``receiver_spacing``), or else the receiver
+    index.
 
     Parameters
     ----------
@@ -177,8 +222,18 @@ def plot_gather(
     title : str, optional
         Axes title.
     receiver_spacing : float, optional
-        Receiver interval in metres; when given the horizontal axis is offset
-        along the spread in metres, otherwise the receiver index.
+        Receiver interval in metres, for data without receiver locations:
+        the horizontal axis is the distance along the spread from the first
+        receiver.
+    receiver_locations : int array_like, shape (n_receivers, ndim), optional
+        Grid indices of this shot's receivers, e.g. ``receiver_locations[shot]``
+        of the propagation; their last axis is x.  Needs ``spacing``.
+    spacing : float or sequence of float, optional
+        Cell size in metres, one value or one per axis (the propagation's
+        ``grid_spacing``).
+    source_location : int array_like, shape (ndim,), optional
+        Grid indices of the shot's source, e.g. ``source_locations[shot, 0]``:
+        the horizontal axis becomes the offset, receiver x minus source x.
     cmap : str, optional
         Matplotlib colormap name.
 
@@ -189,23 +244,100 @@ def plot_gather(
     """
     data = _as_2d("receivers_2d", receivers_2d)
     n_rec, nt = data.shape
+    x, label = _gather_axis(n_rec, receiver_spacing, receiver_locations, spacing, source_location)
+    if x[-1] < x[0]:  # receivers listed right to left: draw them left to right
+        x, data = x[::-1], data[::-1]
     ax = _axes(ax, (5.0, 5.0))
     scale = _clip_value(data, clip)
-    step = 1.0 if receiver_spacing is None else float(receiver_spacing)
-    extent = [-0.5 * step, (n_rec - 0.5) * step, (nt - 0.5) * dt, -0.5 * dt]
-    ax.imshow(
-        data.T,
-        extent=extent,
-        cmap=cmap,
-        vmin=-scale,
-        vmax=scale,
-        aspect="auto",
-        interpolation="nearest",
-    )
-    ax.set_xlabel("receiver" if receiver_spacing is None else "distance along spread (m)")
+    steps = np.diff(x)
+    if n_rec < 2 or np.allclose(steps, steps[0], rtol=1e-6, atol=0):
+        step = float(steps[0]) if n_rec > 1 else 1.0
+        extent = [x[0] - 0.5 * step, x[-1] + 0.5 * step, (nt - 0.5) * dt, -0.5 * dt]
+        ax.imshow(
+            data.T,
+            extent=extent,
+            cmap=cmap,
+            vmin=-scale,
+            vmax=scale,
+            aspect="auto",
+            interpolation="nearest",
+        )
+    else:  # uneven receiver intervals: a cell from midpoint to midpoint
+        mid = 0.5 * (x[1:] + x[:-1])
+        edges = np.concatenate([[x[0] - 0.5 * steps[0]], mid, [x[-1] + 0.5 * steps[-1]]])
+        times = (np.arange(nt + 1) - 0.5) * dt
+        ax.pcolormesh(edges, times, data.T, cmap=cmap, vmin=-scale, vmax=scale)
+        ax.set_ylim(times[-1], times[0])
+    ax.set_xlabel(label)
     ax.set_ylabel("time (s)")
     ax.set_title(title)
     return ax
+
+
+def _gather_axis(
+    n_rec: int,
+    receiver_spacing: float | None,
+    receiver_locations: Any,
+    spacing: float | Sequence[float] | None,
+    source_location: Any,
+) -> tuple[np.ndarray, str]:
+    """Horizontal positions of a gather's receivers and the axis label."""
+    if receiver_locations is None:
+        if source_location is not None:
+            raise ValueError(
+                "source_location gives offsets only together with receiver_locations and "
+                "spacing (the receivers' grid indices and the cell size)"
+            )
+        if receiver_spacing is None:
+            return np.arange(n_rec, dtype=float), "receiver"
+        return np.arange(n_rec) * float(receiver_spacing), "distance along spread (m)"
+    if receiver_spacing is not None:
+        raise ValueError(
+            "pass either receiver_spacing or receiver_locations (with spacing), not both"
+        )
+    if spacing is None:
+        raise ValueError(
+            "receiver_locations are grid indices: pass spacing (the cell size in metres, the "
+            "propagation's grid_spacing) to draw them in metres"
+        )
+    loc = np.asarray(receiver_locations)
+    if loc.ndim != 2 or loc.shape[0] != n_rec:
+        raise ValueError(
+            f"receiver_locations must have shape (n_receivers, ndim) = ({n_rec}, ndim) for this "
+            f"gather, got {loc.shape}; pass one shot's locations, e.g. receiver_locations[shot]"
+        )
+    dx = _axis_spacing(spacing, loc.shape[1])
+    x = loc[:, -1] * dx
+    label = "x (m)"
+    if source_location is not None:
+        src = np.asarray(source_location).reshape(-1)
+        if src.shape != (loc.shape[1],):
+            raise ValueError(
+                f"source_location must be one source's grid indices, shape ({loc.shape[1]},), "
+                f"got {np.shape(source_location)}; e.g. source_locations[shot, 0]"
+            )
+        x = x - src[-1] * dx
+        label = "offset (m)"
+    steps = np.diff(x)
+    if n_rec > 1 and not (np.all(steps > 0) or np.all(steps < 0)):
+        raise ValueError(
+            "the receivers' x positions must be all different and in order along the line "
+            "to draw them in metres (a 2D grid of receivers in 3D?); pass one line of "
+            "receivers, or receiver_spacing instead"
+        )
+    return x.astype(float), label
+
+
+def _axis_spacing(spacing: float | Sequence[float], ndim: int) -> float:
+    """Cell size along the last (x) axis."""
+    if np.isscalar(spacing):
+        return float(spacing)  # type: ignore[arg-type]
+    values = [float(s) for s in spacing]  # type: ignore[union-attr]
+    if len(values) != ndim:
+        raise ValueError(
+            f"spacing must be one value or one per axis ({ndim}), got {len(values)} values"
+        )
+    return values[-1]
 
 
 def plot_wavefield(
@@ -217,6 +349,7 @@ def plot_wavefield(
     title: str = "Wavefield",
     cmap: str = "seismic",
     colorbar: bool = False,
+    aspect: str | float = "equal",
 ) -> Axes:
     """Show a wavefield snapshot with a symmetric colour scale.
 
@@ -236,6 +369,8 @@ def plot_wavefield(
         A diverging matplotlib colormap.
     colorbar : bool, optional
         Add a colour bar.
+    aspect : {"equal", "auto"} or float, optional
+        As for :func:`plot_model`; default: true proportions.
 
     Returns
     -------
@@ -243,7 +378,7 @@ def plot_wavefield(
         The axes drawn on.
     """
     arr = _as_2d("u", u)
-    return _symmetric_image(arr, spacing, ax, clip, title, cmap, colorbar, "amplitude")
+    return _symmetric_image(arr, spacing, ax, clip, title, cmap, colorbar, "amplitude", aspect)
 
 
 def plot_gradient(
@@ -255,6 +390,7 @@ def plot_gradient(
     title: str = "Gradient",
     cmap: str = "RdBu_r",
     colorbar: bool = True,
+    aspect: str | float = "equal",
 ) -> Axes:
     """Show a model gradient on a colour scale symmetric about zero.
 
@@ -275,6 +411,8 @@ def plot_gradient(
         A diverging matplotlib colormap; white is zero.
     colorbar : bool, optional
         Add a colour bar.
+    aspect : {"equal", "auto"} or float, optional
+        As for :func:`plot_model`; default: true proportions.
 
     Returns
     -------
@@ -282,7 +420,7 @@ def plot_gradient(
         The axes drawn on.
     """
     arr = _as_2d("g", g)
-    return _symmetric_image(arr, spacing, ax, clip, title, cmap, colorbar, "gradient")
+    return _symmetric_image(arr, spacing, ax, clip, title, cmap, colorbar, "gradient", aspect)
 
 
 def _symmetric_image(
@@ -294,9 +432,11 @@ def _symmetric_image(
     cmap: str,
     colorbar: bool,
     label: str,
+    aspect: str | float,
 ) -> Axes:
     """Draw a section on a colour scale symmetric about zero, clipped at a percentile."""
-    ax = _axes(ax, (8.0, 3.5))
+    aspect = _check_aspect(aspect)
+    ax = _axes(ax, _section_figsize(arr.shape, spacing, aspect))
     scale = _clip_value(arr, clip)
     image = ax.imshow(
         arr,
@@ -304,7 +444,7 @@ def _symmetric_image(
         cmap=cmap,
         vmin=-scale,
         vmax=scale,
-        aspect="auto",
+        aspect=aspect,
         interpolation="nearest",
     )
     ax.set_xlabel("x (m)")

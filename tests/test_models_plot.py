@@ -273,3 +273,146 @@ def test_plot_real_shot(plt):
     plot.plot_wavefield(out.wavefield[0], 10.0, ax=axes[1], colorbar=True)
     plot.plot_gradient(grad, 10.0, ax=axes[2])
     assert axes[0].get_xlabel().startswith("distance")
+
+
+def _box_ratio(ax):
+    """Height / width of the drawn axes box, in display units."""
+    ax.figure.canvas.draw()
+    box = ax.get_window_extent()
+    return box.height / box.width
+
+
+@pytest.mark.parametrize("name", ["plot_model", "plot_wavefield", "plot_gradient"])
+def test_sections_keep_their_true_aspect_ratio(plt, name):
+    from sweep import plot
+
+    v = models.synthetic_model((30, 80), (10.0, 12.5))  # 300 m deep, 1000 m across
+    ax = getattr(plot, name)(v - v.mean(), (10.0, 12.5))
+    assert ax.get_aspect() == 1.0  # one metre down is one metre across
+    assert _box_ratio(ax) == pytest.approx(300.0 / 1000.0, rel=0.02)
+    # The new figure is sized for the section: little empty margin around it.
+    width, height = ax.figure.get_size_inches()
+    assert height < width * 0.5
+
+
+def test_plot_model_aspect_options(plt):
+    from sweep import plot
+
+    v = models.synthetic_model((30, 80), 10.0)
+    _fig, axes = plt.subplots(3, figsize=(6, 9), layout="constrained")
+    plot.plot_model(v, 10.0, ax=axes[0], aspect="auto")
+    plot.plot_model(v, 10.0, ax=axes[1], aspect=2.0, colorbar=False)
+    plot.plot_model(v, 10.0, ax=axes[2], colorbar=False)
+    assert axes[0].get_aspect() == "auto"
+    # Vertical exaggeration 2: the box is twice as tall as true proportions.
+    assert _box_ratio(axes[1]) == pytest.approx(2.0 * _box_ratio(axes[2]), rel=0.02)
+    with pytest.raises(ValueError, match="aspect must be 'equal'"):
+        plot.plot_model(v, 10.0, aspect="square")
+    with pytest.raises(ValueError, match="aspect must be"):
+        plot.plot_gradient(v, 10.0, aspect=0)
+
+
+def test_tall_model_gets_a_tall_figure(plt):
+    from sweep import plot
+
+    ax = plot.plot_model(models.synthetic_model((160, 50), 10.0), 10.0)
+    width, height = ax.figure.get_size_inches()
+    assert height > 1.5 * width
+    assert _box_ratio(ax) == pytest.approx(160 / 50, rel=0.02)
+
+
+def test_plot_gather_in_metres_from_locations(plt):
+    from sweep import plot
+
+    src, rec = models.surface_acquisition((30, 60), n_shots=2, receiver_spacing=3)
+    data = np.random.default_rng(2).standard_normal((rec.shape[1], 100))
+    dt = 2e-3
+    # x of the receivers: cell 0, 3, ..., 57 at 12.5 m.
+    ax = plot.plot_gather(data, dt, receiver_locations=rec[0], spacing=12.5)
+    assert ax.get_xlabel() == "x (m)"
+    assert ax.get_xlim() == pytest.approx((-0.5 * 37.5, 57 * 12.5 + 0.5 * 37.5))
+    assert ax.get_ylim() == pytest.approx(((100 - 0.5) * dt, -0.5 * dt))
+    # Offsets from the shot's source; per-axis spacing uses the last (x) axis.
+    sx = src[1, 0, 1]
+    ax = plot.plot_gather(
+        data, dt, receiver_locations=rec[1], spacing=(5.0, 12.5), source_location=src[1, 0]
+    )
+    assert ax.get_xlabel() == "offset (m)"
+    lo, hi = ax.get_xlim()
+    assert lo == pytest.approx((0 - sx) * 12.5 - 0.5 * 37.5)
+    assert hi == pytest.approx((57 - sx) * 12.5 + 0.5 * 37.5)
+    assert lo < 0 < hi
+
+
+def test_plot_gather_reversed_and_uneven_receivers(plt):
+    from sweep import plot
+
+    data = np.arange(4 * 5, dtype=float).reshape(4, 5)
+    rec = np.array([[1, 9], [1, 6], [1, 3], [1, 0]])  # listed right to left
+    ax = plot.plot_gather(data, 1e-3, receiver_locations=rec, spacing=10.0, clip=100)
+    assert ax.get_xlim() == pytest.approx((-15.0, 105.0))
+    # Drawn left to right: the leftmost column is the last receiver's trace.
+    np.testing.assert_array_equal(ax.images[0].get_array()[:, 0], data[-1])
+    uneven = np.array([[1, 0], [1, 2], [1, 7], [1, 8]])
+    ax = plot.plot_gather(data, 1e-3, receiver_locations=uneven, spacing=10.0)
+    assert not ax.images and len(ax.collections) == 1  # a mesh with one cell per receiver
+    assert ax.get_xlim() == pytest.approx((-10.0, 85.0))
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # time still increases downwards
+
+
+def test_plot_gather_location_errors(plt):
+    from sweep import plot
+
+    data = np.zeros((3, 10))
+    rec = np.array([[1, 0], [1, 2], [1, 4]])
+    with pytest.raises(ValueError, match="pass spacing"):
+        plot.plot_gather(data, 1e-3, receiver_locations=rec)
+    with pytest.raises(ValueError, match="together with receiver_locations"):
+        plot.plot_gather(data, 1e-3, source_location=[1, 2])
+    with pytest.raises(ValueError, match="either receiver_spacing or receiver_locations"):
+        plot.plot_gather(data, 1e-3, receiver_locations=rec, spacing=1.0, receiver_spacing=2.0)
+    with pytest.raises(ValueError, match=r"shape \(n_receivers, ndim\) = \(3, ndim\)"):
+        plot.plot_gather(data, 1e-3, receiver_locations=rec[:2], spacing=1.0)
+    with pytest.raises(ValueError, match="source_location must be one source"):
+        plot.plot_gather(data, 1e-3, receiver_locations=rec, spacing=1.0, source_location=[[1]])
+    with pytest.raises(ValueError, match="one per axis"):
+        plot.plot_gather(data, 1e-3, receiver_locations=rec, spacing=(1.0, 2.0, 3.0))
+    grid = np.array([[1, 0, 0], [1, 0, 2], [1, 2, 0]])  # a 3D receiver grid: x repeats
+    with pytest.raises(ValueError, match="in order along the line"):
+        plot.plot_gather(data, 1e-3, receiver_locations=grid, spacing=1.0)
+
+
+def test_demo_figure_models_to_scale_and_gather_in_offset(plt):
+    from sweep import demo
+
+    config = demo.DemoConfig(shape=(30, 80), n_shots=3, receiver_spacing=2)
+    v = models.synthetic_model(config.shape, config.spacing, dtype=np.float64)
+    src, rec = models.surface_acquisition(config.shape, 3, 2)
+    result = demo.DemoResult(
+        v_true=v,
+        v_init=models.smooth(v, 5.0),
+        v_inv=v,
+        observed=np.random.default_rng(0).standard_normal((3, rec.shape[1], 50)),
+        dt=1e-3,
+        misfit=[1.0, 0.5],
+        model_error=[1.0, 0.8],
+        bands=[9.0, 9.0],
+        iteration=[0, 1],
+        source_locations=src,
+        receiver_locations=rec,
+    )
+    fig = demo.demo_figure(result, config.spacing, shot=1)
+    fig.canvas.draw()
+    model_axes = [ax for ax in fig.get_axes() if ax.get_ylabel() == "depth (m)"]
+    assert len(model_axes) == 3
+    for ax in model_axes:
+        assert _box_ratio(ax) == pytest.approx(30 / 80, rel=0.02)
+    (gather,) = [ax for ax in fig.get_axes() if ax.get_title().startswith("Observed")]
+    assert gather.get_xlabel() == "offset (m)"
+    sx = src[1, 0, 1]
+    assert gather.get_xlim()[0] == pytest.approx((0 - sx - 1) * config.spacing)
+    # A result without locations (made by older code) still draws, by receiver index.
+    result.source_locations = result.receiver_locations = None
+    fig = demo.demo_figure(result, config.spacing)
+    (gather,) = [ax for ax in fig.get_axes() if ax.get_title().startswith("Observed")]
+    assert gather.get_xlabel() == "receiver"

@@ -56,9 +56,12 @@ def make_settings(
 
 
 def check_ckpt(use_ckpt: Any, ckpt_chunks: Any) -> None:
-    """Validate the eager checkpoint arguments."""
-    if not isinstance(use_ckpt, bool):
-        raise TypeError(f"use_ckpt must be True or False, got {use_ckpt!r}")
+    """Validate the eager checkpoint arguments (``use_ckpt=None``: the adapter's default)."""
+    if use_ckpt is not None and not isinstance(use_ckpt, bool):
+        raise TypeError(
+            f"use_ckpt must be True or False (or None for the default: checkpoint the eager "
+            f"path), got {use_ckpt!r}"
+        )
     if ckpt_chunks is not None and (
         isinstance(ckpt_chunks, bool) or not isinstance(ckpt_chunks, int) or ckpt_chunks < 1
     ):
@@ -69,6 +72,18 @@ def chunk_sizes(nt: int, n_chunks: int | None) -> list[int]:
     """Split ``nt`` steps into ``n_chunks`` near-equal chunks (default ~sqrt(nt))."""
     n = max(1, round(math.sqrt(nt))) if n_chunks is None else min(n_chunks, nt)
     return [nt // n + (1 if i < nt % n else 0) for i in range(n)]
+
+
+def eager_chunks(plan: equations.EagerPlan, ckpt_chunks: int | None, framework: str) -> list[int]:
+    """Chunk lengths of a checkpointed eager loop of ``framework`` ("torch" or "jax").
+
+    ``ckpt_chunks`` when given, else the count that minimises the plan's
+    estimated peak memory for that framework's checkpointing
+    (:mod:`sweep._eager_memory`), else about ``sqrt(nt)``.
+    """
+    if ckpt_chunks is None and plan.memory is not None:
+        ckpt_chunks = getattr(plan.memory, f"{framework}_ckpt_chunks")
+    return chunk_sizes(plan.nt, ckpt_chunks)
 
 
 def memory_kwargs(spec: equations.EquationSpec, memory: MemoryOptions | None) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import numpy as np
 from .._impl import resolve_impl
 from .._vjp import vjp
 from ..equations import EagerPlan
-from ._common import check_ckpt, chunk_sizes, make_settings, output_shape
+from ._common import check_ckpt, eager_chunks, make_settings, output_shape
 
 __all__ = ["PropJax"]
 
@@ -101,11 +101,12 @@ class PropJax:
     impl : {None, "auto", "eager", "c"}
         ``None``/``"auto"`` uses the compiled core when ``sweep._C`` imports;
         ``"c"`` falls back to ``"eager"`` with a ``UserWarning`` when it does not.
-    use_ckpt : bool
+    use_ckpt : bool, optional
         Eager path: rematerialise the time loop chunk by chunk in the backward
-        pass (default True).
+        pass (default: yes; ``None`` means the same).
     ckpt_chunks : int, optional
-        Number of chunks (default about ``sqrt(nt)``).
+        Number of chunks; default: the count that minimises the estimated
+        peak memory (``sweep.estimate_memory(...).eager.jax_ckpt_chunks``).
     **options
         Further settings of the equation (``accuracy``, ``pml_width``, ...).
         The eager path needs ``max_vel`` and ``pml_freq`` when the models are
@@ -122,7 +123,7 @@ class PropJax:
         source_locations: Any = None,
         receiver_locations: Any = None,
         impl: str | None = None,
-        use_ckpt: bool = True,
+        use_ckpt: bool | None = True,
         ckpt_chunks: int | None = None,
         **options: Any,
     ) -> None:
@@ -135,7 +136,8 @@ class PropJax:
                 raise ValueError(f"equation {self.spec.name!r} has no compiled implementation")
             impl = "eager"
         self.impl = resolve_impl(impl)
-        self.use_ckpt, self.ckpt_chunks = use_ckpt, ckpt_chunks
+        self.use_ckpt = use_ckpt is not False
+        self.ckpt_chunks = ckpt_chunks
         self._runners: dict[tuple, Any] = {}
         self._tapes = _Tapes()
 
@@ -194,7 +196,7 @@ class PropJax:
         return self._runners[plan.key](models, amp)
 
     def _loop(self, plan: EagerPlan, models: tuple, amp: jax.Array) -> jax.Array:
-        sizes = chunk_sizes(plan.nt, self.ckpt_chunks) if self.use_ckpt else [plan.nt]
+        sizes = eager_chunks(plan, self.ckpt_chunks, "jax") if self.use_ckpt else [plan.nt]
         n_chunks, length = len(sizes), sizes[0]
         pad = n_chunks * length - plan.nt  # trailing zero-source steps, outputs dropped
         xs = jnp.moveaxis(jnp.pad(amp, ((0, 0), (0, 0), (0, pad))), -1, 0)

@@ -8,7 +8,8 @@
 
 Every block checks itself in ``__post_init__`` and raises ``TypeError`` or
 ``ValueError`` naming the offending field.  Eager checkpointing uses the
-top-level ``use_ckpt`` and ``ckpt_chunks`` arguments of ``PropTorch``.
+top-level ``use_ckpt`` and ``ckpt_chunks`` arguments of ``PropTorch`` (on by
+default, in chunks planned from the estimated bytes).
 """
 
 from __future__ import annotations
