@@ -1,7 +1,8 @@
 /*
- * Dispatch from (ndim, order, dtype, direction) to the kernels compiled in
- * acoustic_cpu_2d.c and acoustic_cpu_3d.c; the Cython binding calls this with
- * the GIL released.
+ * Dispatch from (ndim, order, dtype, direction) to the kernels, one
+ * translation unit per (ndim, order, dtype) rendered from
+ * acoustic_cpu_kernel.c.in; the Cython binding calls this with the GIL
+ * released.
  */
 #ifdef _OPENMP
 #include <omp.h>

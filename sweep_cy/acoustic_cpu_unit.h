@@ -1,6 +1,7 @@
 /*
- * Body of acoustic_cpu_2d.c / acoustic_cpu_3d.c: every (order, dtype)
- * specialisation of acoustic_cpu_impl.h for the SWEEP_NDIM they define.
+ * Body of the kernel translation units (acoustic_cpu_kernel.c.in): the
+ * specialisation of acoustic_cpu_impl.h for the SWEEP_NDIM, SWEEP_ORDER,
+ * SWEEP_REAL, SWEEP_REAL_BYTES and SWEEP_SUFFIX they define.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -188,7 +189,5 @@ static inline int sweep_num_threads(void) {
 #endif
 }
 
-#define SWEEP_INSTANTIATE_FILE "acoustic_cpu_impl.h"
-#include "instantiate_orders.h"
-#undef SWEEP_INSTANTIATE_FILE
+#include "acoustic_cpu_impl.h"
 
