@@ -12,6 +12,7 @@
 #define SWEEP_STENCIL_KEEP_MACROS
 #include "acoustic_stencil.h"
 #include "acoustic_cpu_vec.h"
+#include "acoustic_cpu_scalar.h"
 
 /* Pointers of one shot, per axis; unused axes stay NULL. */
 static inline void SWEEP_FN(shot_axes)(void *const *src, sweep_int off, SWEEP_R **dst) {
@@ -39,17 +40,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(
     x0 = SWEEP_FN(fwd_row_vec)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y,
                                x0, x1, mask);
 #endif
-  if (wrow) {
-#pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x)
-      wrow[x] = SWEEP_FN(acoustic_fwd_point)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb,
-                                             base + x, z, y, x, mask);
-  } else {
-#pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x)
-      SWEEP_FN(acoustic_fwd_point)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, base + x, z,
-                                   y, x, mask);
-  }
+  SWEEP_FN(fwd_row_scalar)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y, x0,
+                           x1, mask);
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
@@ -62,10 +54,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
     x0 = SWEEP_FN(adj_row_vec)(p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0,
                                x1, mask);
 #endif
-#pragma omp simd
-  for (sweep_int x = x0; x < x1; ++x)
-    SWEEP_FN(acoustic_adj_point)(p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base + x, z,
-                                 y, x, mask);
+  SWEEP_FN(adj_row_scalar)(p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1,
+                           mask);
 }
 
 /* Cells per shot of a gradient snapshot: [store_lo, store_hi), the model and
