@@ -155,7 +155,6 @@ def test_torch_eager_estimates_match_measured_peaks():
         "default": ({}, True, est.torch_ckpt),
         "3 chunks": ({"ckpt_chunks": 3}, True, est.torch_ckpt_peak(3)),
         "whole graph": ({"use_ckpt": False}, True, est.plain),
-        "forward": ({}, False, est.forward),
     }
     measured = _measure(
         "torch",
@@ -170,6 +169,20 @@ def test_torch_eager_estimates_match_measured_peaks():
         assert abs(got / expected - 1) < TOLERANCE, (name, got, expected)
     # Checkpointing saves memory even on this short run (estimated: 63 % of the whole graph).
     assert measured[0] < 0.8 * measured[2]
+
+
+@needs_peak
+def test_torch_eager_forward_estimate_matches_measured_peak():
+    """A forward-only run, on a model large enough that its arrays dominate the peak.
+
+    At SHAPE the forward peak is ~2 MB, where a few hundred kB of framework
+    overhead (which varies between installs) was 16 % of it in one CI run.
+    """
+    shape, shots, nt = (120, 300), 4, 40
+    est = _estimate(shape, shots, nt, DT)
+    (got,) = _measure("torch", shape, shots, nt, DT, [{"options": {}, "grad": False}],
+                      live_bytes=True)  # fmt: skip
+    assert abs(got / est.forward - 1) < TOLERANCE, (got, est.forward)
 
 
 @needs_peak
