@@ -100,7 +100,7 @@ def client():
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, silence_logs=logging.CRITICAL,
+        dashboard_address=":0", silence_logs=logging.CRITICAL,  # any free port: never 8787
     )  # fmt: skip
     client = distributed.Client(cluster, set_as_default=False)
     yield client
