@@ -284,8 +284,8 @@ def gradient(
         ``misfit(predicted, observed) -> (loss, residual)`` on one group's
         NumPy data, the residual being d loss / d predicted; default
         :func:`l2_misfit`.  See :func:`misfit_from_torch` and
-        :func:`misfit_from_jax` to write it with autodiff.  It must pickle
-        (a module-level function).
+        :func:`misfit_from_jax` to write it with autodiff.  It must pickle:
+        a module-level function, or a closure or lambda (sent by value).
     shots_per_group : int, optional
         Shots per task.  Default: the shots divided evenly among the
         client's worker threads (one group each).  Fix it to make results
@@ -443,6 +443,7 @@ def torch_init(backend: str | None = None, *, timeout_s: float = 600.0) -> Torch
     TorchContext
     """
     import datetime
+    import inspect
 
     import torch
     import torch.distributed as dist
@@ -465,8 +466,9 @@ def torch_init(backend: str | None = None, *, timeout_s: float = 600.0) -> Torch
         return TorchContext(0, 1, 0, device, None)
     if not dist.is_initialized():
         kwargs: dict[str, Any] = {"timeout": datetime.timedelta(seconds=timeout_s)}
-        if backend == "nccl":
-            kwargs["device_id"] = device
+        takes_device = "device_id" in inspect.signature(dist.init_process_group).parameters
+        if backend == "nccl" and takes_device:
+            kwargs["device_id"] = device  # torch >= 2.3: the group binds to this device
         dist.init_process_group(backend, rank=rank, world_size=world, **kwargs)
     return TorchContext(rank, world, local_rank, device, backend)
 
