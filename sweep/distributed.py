@@ -261,7 +261,8 @@ def gradient(
 
     Each group's forward pass, misfit and adjoint pass run in one task on one
     worker; the models are scattered to every worker once per call, and the
-    group results are summed in a fixed binary tree over the groups, so a
+    group results are summed in a fixed binary tree over the groups (on the
+    workers, the last pair here), so a
     repeated call returns bitwise the same result, whichever workers ran
     which group, and the result equals one serial call over all shots to
     round-off.  A task whose worker dies is run again elsewhere (Dask
@@ -368,8 +369,11 @@ def gradient(
                           misfit, settings, retries=retries, pure=False)
             for shots in payloads
         ]  # fmt: skip
+    # Fixed pairing (group 0 with 1, 2 with 3, ..., then the pairs): the sum order
+    # does not depend on timing.  The last pair is summed here, which saves a task
+    # round trip and gives bitwise the same sum.
     level = list(tasks)
-    while len(level) > 1:  # fixed pairing: the sum order does not depend on timing
+    while len(level) > 2:
         pairs = [
             client.submit(_combine, level[i], level[i + 1], retries=retries, pure=False)
             for i in range(0, len(level) - 1, 2)
@@ -377,7 +381,8 @@ def gradient(
         level = pairs + level[len(pairs) * 2 :]
     if progress:
         _show_progress(client, tasks)
-    total = level[0].result()
+    parts = client.gather(level)
+    total = parts[0] if len(parts) == 1 else _combine(parts[0], parts[1])
     loss = total.pop("loss")
     return loss, total
 
