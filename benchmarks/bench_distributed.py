@@ -128,7 +128,7 @@ def _cluster(n_workers: int) -> tuple[Any, Any]:
         threads_per_worker=1,
         processes=True,
         host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address=":0",  # any free port: a taken 8787 only warns, but noisily
         silence_logs=logging.ERROR,
     )
     return cluster, distributed.Client(cluster, set_as_default=False)
