@@ -237,11 +237,13 @@ def _check_shots(observed: Any, keywords: dict[str, Any]) -> int:
     return n_shots
 
 
-def _worker_threads(client: Any) -> int:
+def _worker_slots(client: Any) -> list[str]:
+    """One entry per worker thread (its worker's address), workers in address order."""
     try:
-        return max(1, sum(client.nthreads().values()))
-    except Exception:  # a client without workers yet: one group per shot
-        return 1
+        threads = client.nthreads()
+    except Exception:  # e.g. no workers yet: the scheduler places every task
+        return []
+    return [addr for addr in sorted(threads) for _ in range(int(threads[addr]))]
 
 
 def gradient(
@@ -261,7 +263,8 @@ def gradient(
 
     Each group's forward pass, misfit and adjoint pass run in one task on one
     worker; the models are scattered to every worker once per call, and the
-    group results are summed in a fixed binary tree over the groups, so a
+    group results are summed in a fixed binary tree over the groups (on the
+    workers, the last pair here), so a
     repeated call returns bitwise the same result, whichever workers ran
     which group, and the result equals one serial call over all shots to
     round-off.  A task whose worker dies is run again elsewhere (Dask
@@ -284,8 +287,8 @@ def gradient(
         ``misfit(predicted, observed) -> (loss, residual)`` on one group's
         NumPy data, the residual being d loss / d predicted; default
         :func:`l2_misfit`.  See :func:`misfit_from_torch` and
-        :func:`misfit_from_jax` to write it with autodiff.  It must pickle
-        (a module-level function).
+        :func:`misfit_from_jax` to write it with autodiff.  It must pickle:
+        a module-level function, or a closure or lambda (sent by value).
     shots_per_group : int, optional
         Shots per task.  Default: the shots divided evenly among the
         client's worker threads (one group each).  Fix it to make results
@@ -346,8 +349,9 @@ def gradient(
             f"sweep.distributed.gradient needs Dask ({exc}): pip install 'sweep[dist]'"
         ) from None
     models = tuple(np.asarray(m) for m in models)
+    slots = _worker_slots(client)
     if shots_per_group is None:
-        shots_per_group = math.ceil(n_shots / _worker_threads(client))
+        shots_per_group = math.ceil(n_shots / max(len(slots), 1))
     groups = shot_groups(n_shots, math.ceil(n_shots / shots_per_group))
 
     shared = {k: v for k, v in keywords.items() if k not in PER_SHOT_KEYWORDS}
@@ -365,11 +369,15 @@ def gradient(
     with dask_config.set({"distributed.admin.large-graph-warning-threshold": "1TB"}):
         tasks = [
             client.submit(_group_task, fn, model_futures, shots, grid_spacing, dt, shared,
-                          misfit, settings, retries=retries, pure=False)
-            for shots in payloads
+                          misfit, settings, retries=retries, pure=False,
+                          **_placement(slots, i))
+            for i, shots in enumerate(payloads)
         ]  # fmt: skip
+    # Fixed pairing (group 0 with 1, 2 with 3, ..., then the pairs): the sum order
+    # does not depend on timing.  The last pair is summed here, which saves a task
+    # round trip and gives bitwise the same sum.
     level = list(tasks)
-    while len(level) > 1:  # fixed pairing: the sum order does not depend on timing
+    while len(level) > 2:
         pairs = [
             client.submit(_combine, level[i], level[i + 1], retries=retries, pure=False)
             for i in range(0, len(level) - 1, 2)
@@ -377,9 +385,23 @@ def gradient(
         level = pairs + level[len(pairs) * 2 :]
     if progress:
         _show_progress(client, tasks)
-    total = level[0].result()
+    parts = client.gather(level)
+    total = parts[0] if len(parts) == 1 else _combine(parts[0], parts[1])
     loss = total.pop("loss")
     return loss, total
+
+
+def _placement(slots: list[str], i: int) -> dict[str, Any]:
+    """Deal group ``i`` to a worker thread, round robin, as a preference only.
+
+    Left to itself the scheduler sometimes queued two of the first groups on
+    one worker while another idled (2 calls in 16 of the scaling benchmark
+    took twice as long); any worker may still take the group (a dead worker's,
+    or by work stealing).
+    """
+    if not slots:
+        return {}
+    return {"workers": [slots[i % len(slots)]], "allow_other_workers": True}
 
 
 def _show_progress(client: Any, tasks: list[Any]) -> None:
@@ -443,6 +465,7 @@ def torch_init(backend: str | None = None, *, timeout_s: float = 600.0) -> Torch
     TorchContext
     """
     import datetime
+    import inspect
 
     import torch
     import torch.distributed as dist
@@ -465,8 +488,9 @@ def torch_init(backend: str | None = None, *, timeout_s: float = 600.0) -> Torch
         return TorchContext(0, 1, 0, device, None)
     if not dist.is_initialized():
         kwargs: dict[str, Any] = {"timeout": datetime.timedelta(seconds=timeout_s)}
-        if backend == "nccl":
-            kwargs["device_id"] = device
+        takes_device = "device_id" in inspect.signature(dist.init_process_group).parameters
+        if backend == "nccl" and takes_device:
+            kwargs["device_id"] = device  # torch >= 2.3: the group binds to this device
         dist.init_process_group(backend, rank=rank, world_size=world, **kwargs)
     return TorchContext(rank, world, local_rank, device, backend)
 
