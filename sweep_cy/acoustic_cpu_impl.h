@@ -181,14 +181,23 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_edge_row)(
                     p->plain_hi[2], x_end, 4);
 }
 
-/* Copies W of the outer cells of row (z, y) (the whole stored row when the
- * row is outside the plain cells in z or y, else its two x ends) from wr to
- * dst, in outer_idx order. */
+/* The cells of row segment [lo, hi) outside the plain cells: [lo, *a) and
+ * [*b, hi); all of it when the row is outside the plain cells in z or y
+ * (outer).  On models narrower than a halo the plain range reaches past hi,
+ * hence the clamp; the band and outer indices (sweep/_grid.py) count the
+ * same cells. */
+static inline void SWEEP_FN(row_ends)(const sweep_acoustic_params *p, sweep_int hi, int outer,
+                                      sweep_int *a, sweep_int *b) {
+  *a = outer || p->plain_lo[2] > hi ? hi : p->plain_lo[2];
+  *b = outer || p->plain_hi[2] < *a ? hi : p->plain_hi[2];
+}
+
+/* Copies W of the outer cells of row (z, y) from wr to dst, in outer_idx order. */
 static inline void SWEEP_FN(copy_outer_row)(const sweep_acoustic_params *p, SWEEP_R *dst,
                                             const SWEEP_R *wr, int outer) {
   const sweep_int lo = p->store_lo[2], hi = p->store_hi[2];
-  const sweep_int a = outer ? hi : p->plain_lo[2], b = outer ? hi : p->plain_hi[2];
-  sweep_int k = 0;
+  sweep_int a, b, k = 0;
+  SWEEP_FN(row_ends)(p, hi, outer, &a, &b);
   for (sweep_int x = lo; x < a; ++x, ++k) dst[k] = wr[x];
   for (sweep_int x = b; x < hi; ++x, ++k) dst[k] = wr[x];
 }
@@ -615,9 +624,8 @@ void SWEEP_FN(sweep_acoustic_forward)(const sweep_acoustic_params *p,
               SWEEP_R *bu_s = bu + shot * n_band + brow, *bw_s = bw + shot * n_band + brow;
               const SWEEP_R *u_row = u + off + z * p->stride[0] + y * p->stride[1];
               const sweep_int mhi2 = p->model_hi[2];
-              const sweep_int a = outer || p->plain_lo[2] > mhi2 ? mhi2 : p->plain_lo[2];
-              const sweep_int b = outer || p->plain_hi[2] < a ? mhi2 : p->plain_hi[2];
-              sweep_int k = 0;
+              sweep_int a, b, k = 0;
+              SWEEP_FN(row_ends)(p, mhi2, outer, &a, &b);
               for (sweep_int x = mlo2; x < a; ++x, ++k) {
                 bu_s[k] = u_row[x];
                 bw_s[k] = wr[x];

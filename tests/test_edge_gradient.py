@@ -199,3 +199,56 @@ def test_boundary_cpml_gradient_is_bitwise_full_storage(ndim):
     cpml[geom.model_slices()] = False
     assert np.abs(full[cpml]).max() > 0
     np.testing.assert_array_equal(full[cpml], bnd[cpml])
+
+
+@pytest.mark.parametrize("n_shots", [1, 3])
+def test_boundary_replay_on_a_model_narrower_than_a_halo(n_shots):
+    """A 2-cell-wide model with a CPML on one x face only (plain ranges reach past the stored
+    cells): boundary saving's CPML correlations still equal full storage's bitwise."""
+    problem = random_problem(2, accuracy=8, nt=40, n_shots=n_shots, free_surface=False)
+    problem["v"] = np.ascontiguousarray(problem["v"][:, :2])
+    problem["pml_width"] = (3, 3, 20, 0)
+    problem["source_locations"] = np.stack([[[5, 0]]] * n_shots).repeat(2, axis=1)
+    problem["receiver_locations"] = np.stack([[[2, 0], [9, 1], [20, 0]]] * n_shots)
+    full, geom = _padded_gradient(problem, None)
+    bnd, _ = _padded_gradient(problem, STRATEGIES["boundary"]["memory"])
+    cpml = np.ones(geom.padded_shape, dtype=bool)
+    cpml[geom.model_slices()] = False
+    assert np.abs(full[cpml]).max() > 0
+    np.testing.assert_array_equal(full[cpml], bnd[cpml])
+
+
+def test_replay_rows_fill_exactly_their_entries():
+    """Where plain ranges reach past the stored cells (a 1-cell-wide model, a CPML on one x face
+    only), each row's outer cells must fill exactly its outer_idx entries.  Rows are dealt to
+    threads in tiles; an overlong row at the end of one thread's tile would overwrite the next
+    thread's first row, so 2 threads must give the 1-thread buffer bitwise."""
+    from sweep._compiled import CompiledAcoustic
+    from sweep.acoustic import _prepare
+
+    problem = random_problem(2, accuracy=8, nt=12, n_shots=1)
+    args = dict(problem, pml_width=(3, 3, 20, 0))
+    v = np.ascontiguousarray(args.pop("v")[:, :1])
+    args["source_locations"] = np.zeros_like(args["source_locations"])
+    args["receiver_locations"] = np.zeros_like(args["receiver_locations"])
+    call = _prepare(
+        v, args.pop("grid_spacing"), args.pop("dt"), **args, nt=None, impl="c", n_threads=1,
+        progress=False, memory=None, storage_mode="auto", storage_compression=False,
+        model_gradient_sampling_interval=1, storage_bytes_limit_device=None,
+        storage_bytes_limit_host=None,
+    )  # fmt: skip
+    geom = call.geom
+    assert geom.plain_range(1)[0] > geom.padded_shape[1] - geom.halo  # the case under test
+    n = 5
+    band_u = None
+    out = []
+    for threads in (1, 2):
+        engine = CompiledAcoustic(geom, np, np.float64, threads)
+        v2dt2 = engine.kernel_v2dt2(geom.pad_v2dt2(v))
+        if band_u is None:
+            band_u = np.random.default_rng(0).standard_normal((n, *engine.band_shape))
+        buf = np.zeros((n, *engine.outer_shape))
+        engine.replay_steps(engine.new_state(), v2dt2, 0, n, band_u=band_u, replay_w=buf)
+        out.append(buf)
+    assert np.abs(out[0]).max() > 0
+    np.testing.assert_array_equal(out[0], out[1])
