@@ -236,14 +236,23 @@ class CompiledAcoustic:
 
     @property
     def outer_state_bytes(self) -> int:
-        """Bytes of the state a CPML replay starts from (:meth:`FwdState.outer_parts`)."""
+        """Bytes of the state a CPML replay starts from (:meth:`FwdState.outer_parts`).
+
+        u^{t-1}, u^t, psi and zeta, each on the strips of every axis.
+        """
+        return self.geom.n_shots * 4 * self._strip_cells * self.dtype.itemsize
+
+    @functools.cached_property
+    def _strip_cells(self) -> int:
+        """Cells per shot of one field's CPML strips, summed over the axes (kernels' layout)."""
         g = self.geom
         cells = 0
         for d, ax in enumerate(self.axes):
             for strip in self.cpml_strips[ax]:
-                width = strip[-1].stop - strip[-1].start
-                cells += 4 * g.kernel_shot_stride // g.layout_shape[d] * width
-        return g.n_shots * cells * self.dtype.itemsize
+                cells += (
+                    g.kernel_shot_stride // g.layout_shape[d] * (strip[-1].stop - strip[-1].start)
+                )
+        return cells
 
     @property
     def band_shape(self) -> tuple[int, ...]:
@@ -270,11 +279,7 @@ class CompiledAcoustic:
     def state_bytes(self) -> int:
         """Bytes of one checkpoint (u^{t-1}, u^t and the CPML strips of psi and zeta)."""
         g = self.geom
-        cells = 2 * g.kernel_shot_stride
-        for d, ax in enumerate(self.axes):
-            for strip in self.cpml_strips[ax]:
-                width = strip[-1].stop - strip[-1].start
-                cells += 2 * g.kernel_shot_stride // g.layout_shape[d] * width  # psi and zeta
+        cells = 2 * g.kernel_shot_stride + 2 * self._strip_cells  # psi and zeta on the strips
         return g.n_shots * cells * self.dtype.itemsize
 
     # -- buffers ---------------------------------------------------------------

@@ -841,15 +841,15 @@ def _backward_boundary(run: _Bwd) -> None:
     adj.recon_next = engine.copy_field(tape.final.u, RECON_SLOT)  # u^{nt}
     adj.recon = engine.copy_field(tape.final.u_prev, RECON_SLOT + 1)  # u^{nt-1}
     slot_bytes = math.prod(engine.band_shape) * engine.dtype.itemsize
+    # backward() runs this driver only when the model gradient is wanted.
     seg = replay_segment(engine)
-    model = adj.grad_v2dt2 is not None
-    replay_state = engine.new_state() if model else None
-    replay_w = engine.zeros(min(seg, g.nt), *engine.outer_shape) if model else None
+    replay_state = engine.new_state()
+    replay_w = engine.zeros(min(seg, g.nt), *engine.outer_shape)
     replayed = -1
     for t0, t1 in reversed(tape.actions):
         n = t1 - t0
         s0 = t0 // seg * seg
-        if model and s0 != replayed:
+        if s0 != replayed:
             # W^t of the CPML cells for this segment: replay it from its saved state.
             s1 = min(s0 + seg, g.nt)
             for dst, src in zip(replay_state.outer_parts(), tape.states[s0 // seg], strict=True):
@@ -874,7 +874,7 @@ def _backward_boundary(run: _Bwd) -> None:
             n,
             band_w=w,
             band_u_offset=(u, offset),
-            replay_w=replay_w[t0 - s0 : t1 - s0] if model else None,
+            replay_w=replay_w[t0 - s0 : t1 - s0],
         )
         bar.update(n)
 
