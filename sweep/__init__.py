@@ -14,11 +14,15 @@ from ._config import config
 from ._impl import binding_error
 from ._vjp import vjp
 from .acoustic import AcousticResult, acoustic, estimate_memory
+from .equations.lsrtm import LSRTMResult, lsrtm
+from .equations.vrz import VRZResult, vrz
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AcousticResult",
+    "LSRTMResult",
+    "VRZResult",
     "__version__",
     "acoustic",
     "estimate_memory",
@@ -27,8 +31,10 @@ __all__ = [
     "config",
     "distributed",
     "equations",
+    "lsrtm",
     "release_cached_memory",
     "vjp",
+    "vrz",
 ]
 
 

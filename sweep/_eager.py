@@ -1,4 +1,4 @@
-"""Eager acoustic propagator written once against the Python Array API.
+"""Eager propagators written once against the Python Array API.
 
 The same code runs on NumPy, CuPy, PyTorch and JAX arrays.  It is the
 reference for the compiled kernels (same discrete operator, see
@@ -21,8 +21,15 @@ from ._xp import array_namespace, device_of, pad_zeros, scatter_add
 
 
 @dataclass
-class EagerAcoustic:
-    """Constants of one eager propagation, converted to the caller's arrays."""
+class EagerBase:
+    """Constants of one eager propagation on the caller's arrays, and the generic pieces.
+
+    An equation subclasses it with ``coefficients(*models)``,
+    ``initial_state()``, ``step(state, coeffs, amp_t)`` and
+    ``final_state(state)``; this base supplies the padded grid, the stencil
+    taps, the CPML strips, model padding, receiver sampling, source
+    injection and the free-surface ghosts, so those are written once.
+    """
 
     geom: Geometry
     xp: Any
@@ -30,7 +37,7 @@ class EagerAcoustic:
     device: Any
 
     @classmethod
-    def build(cls, geom: Geometry, like: Any) -> EagerAcoustic:
+    def build(cls, geom: Geometry, like: Any) -> EagerBase:
         """Prepare constants on the namespace/device/dtype of ``like``."""
         xp = array_namespace(like)
         self = cls(geom, xp, like.dtype, device_of(like))
@@ -80,18 +87,12 @@ class EagerAcoustic:
         self.rec_global = self._asarray((g.rec_idx + shot_off).reshape(-1), xp.int64)
         self.rdx = [1.0 / dx for dx in g.spacing]
 
-    # -- model ---------------------------------------------------------------
-    def v2dt2(self, v: Any) -> Any:
-        """(v dt)^2 on the padded grid, zero outside the updated cells.
-
-        The CPML copies the edge velocities outward; autodiff carries that
-        copy's derivative back to the edge cells, as the compiled path does.
-        """
-        xp = self.xp
-        v_pad = v
-        for d, m in enumerate(self.maps):
-            v_pad = xp.take(v_pad, m, axis=d)
-        return (v_pad * self.geom.dt) ** 2 * self.live[0]
+    # -- models --------------------------------------------------------------
+    def pad_model(self, m: Any, maps: list[Any] | None = None) -> Any:
+        """Pad a model onto the padded grid by repeating edge values (``maps``: per axis)."""
+        for d, idx in enumerate(self.maps if maps is None else maps):
+            m = self.xp.take(m, idx, axis=d)
+        return m
 
     # -- stencils ------------------------------------------------------------
     # Stencils take arrays with a halo along their own axis only, where each
@@ -136,6 +137,211 @@ class EagerAcoustic:
         shape[d + 1] = n + 2 * halo
         return tuple(shape)
 
+    def zeros(self, shape: tuple[int, ...]) -> Any:
+        """Return a zero array of the engine's dtype and device."""
+        return self.xp.zeros(shape, dtype=self.dtype, device=self.device)
+
+    def field(self) -> Any:
+        """Return a zero wavefield of every shot on the padded grid."""
+        return self.zeros((self.geom.n_shots, *self.geom.padded_shape))
+
+    def cpml_state(self) -> tuple[list, list]:
+        """Zero CPML memory variables of one second-order field: (psi, zeta).
+
+        ``psi[d]`` and ``zeta[d]`` are lists with one array per strip of axis
+        ``d`` (see :meth:`Geometry.cpml_strips`), interior along the other
+        axes; psi keeps a zero halo along ``d`` for its derivative taps.
+        """
+        h = self.geom.halo
+        psi = [
+            [self.zeros(self._strip_shape(d, n, h)) for _, n in s]
+            for d, s in enumerate(self.strips)
+        ]
+        zeta = [
+            [self.zeros(self._strip_shape(d, n, 0)) for _, n in s]
+            for d, s in enumerate(self.strips)
+        ]
+        return psi, zeta
+
+    def padded_cpml(self, psi: list, zeta: list, like: Any) -> tuple[list, list]:
+        """Return psi and zeta strips on the whole padded grid (as the compiled core's)."""
+        g, h = self.geom, self.geom.halo
+        out: dict[str, list] = {"psi": [], "zeta": []}
+        for d, strips in enumerate(self.strips):
+            ax = d + 1
+            for key, halo, fields in (("psi", h, psi), ("zeta", 0, zeta)):
+                full = None
+                for (s0, n), x in zip(strips, fields[d], strict=True):
+                    widths = [(h, h)] * len(x.shape)
+                    widths[0] = (0, 0)
+                    widths[ax] = (s0, g.padded_shape[d] - s0 - n)
+                    x = pad_zeros(_along(x, ax, halo, halo + n), widths)
+                    full = x if full is None else full + x
+                if full is None:
+                    full = self.xp.zeros_like(like)
+                out[key].append(full)
+        return out["psi"], out["zeta"]
+
+    def cpml_operator(
+        self, u: Any, psi: list, zeta: list, second: Any = None, first: Any = None
+    ) -> tuple[Any, list, list]:
+        """Apply the CPML-stretched operator of a second-order field on the interior.
+
+        Per axis d, with ``t_d = second(u) + first(psi_d)`` (both scaled by
+        the grid spacing), ``zeta_d' = b zeta_d + a t_d``,
+        ``psi_d' = b psi_d + a D1 u`` and ``W = sum_d (t_d + zeta_d')``:
+        the bracket ``cuda/acoustic_stencil.h`` documents.  ``second(f,
+        axis, lo, hi)`` is the unscaled second-order operator of ``f[lo:hi]``
+        along ``axis`` (default the plain second difference); ``first(psi,
+        axis, lo, hi)`` the unscaled first difference of psi (default plain),
+        where ``lo:hi`` is the strip's range (with halo) in padded
+        coordinates.  The operator runs on the whole interior; the CPML terms
+        only on the strips, where they are added to ``W`` (psi, zeta, a and b
+        vanish elsewhere).  Returns (W, psi', zeta').
+        """
+        if second is None:
+            second = self._second_plain
+        if first is None:
+            first = self._first_plain
+        g = self.geom
+        h = g.halo
+        inner = self._interior
+        w = None
+        psi_new, zeta_new = [], []
+        for d in range(g.ndim):
+            axis = d + 1
+            rdx = self.rdx[d]
+            u_axis = inner(u, keep=axis)
+            lap = second(u_axis, axis, 0, u_axis.shape[axis]) * (rdx * rdx)
+            w = lap if w is None else w + lap
+            n_int = lap.shape[axis]
+            psi_d, zeta_d = [], []
+            for (s0, n), (a, b), ps, zt in zip(
+                self.strips[d], self.pml_strip[d], psi[d], zeta[d], strict=True
+            ):
+                lo, hi = s0 - h, s0 + n + h
+                u_s = _along(u_axis, axis, lo, hi)
+                d1psi = first(ps, axis, lo, hi) * rdx
+                # The strip's operator again, not a slice of lap: slicing lap
+                # makes inductor write lap out as a whole array.
+                zn = b * zt + a * (second(u_axis, axis, lo, hi) * (rdx * rdx) + d1psi)
+                d1u = self._d1(u_s, axis) * rdx
+                psi_d.append(self._pad(b * _along(ps, axis, h, h + n) + a * d1u, [axis]))
+                zeta_d.append(zn)
+                i0 = s0 - h  # the strip's first cell in interior coordinates
+                widths = [(0, 0)] * len(lap.shape)
+                widths[axis] = (i0, n_int - i0 - n)
+                w = w + pad_zeros(d1psi + zn, widths)
+            psi_new.append(psi_d)
+            zeta_new.append(zeta_d)
+        return w, psi_new, zeta_new
+
+    def _second_plain(self, f: Any, axis: int, lo: int, hi: int) -> Any:
+        return self._d2(f if lo == 0 and hi == f.shape[axis] else _along(f, axis, lo, hi), axis)
+
+    def _first_plain(self, psi: Any, axis: int, lo: int, hi: int) -> Any:
+        return self._d1(psi, axis)
+
+    def leapfrog(self, coef: Any, w: Any, u: Any, u_prev: Any, extra: Any = None) -> Any:
+        """``coef W + 2 u - u_prev (+ extra)`` on the interior, with a zero halo."""
+        inner = self._interior
+        new = inner(self.xp.expand_dims(coef, axis=0)) * w + 2 * inner(u) - inner(u_prev)
+        if extra is not None:
+            new = new + extra
+        return self._pad(new)
+
+    def record(self, u: Any) -> Any:
+        """Receiver samples of ``u``: (n_shots, n_rec), or None without receivers."""
+        if not self.rec_global.shape[0]:
+            return None
+        xp = self.xp
+        return xp.reshape(xp.take(xp.reshape(u, (-1,)), self.rec_global), (u.shape[0], -1))
+
+    def inject(self, u: Any, coef: Any, amp_t: Any | None) -> Any:
+        """``u`` with ``-coef f`` added at the sources (``coef`` on the padded grid)."""
+        if amp_t is None or not self.src_global.shape[0]:
+            return u
+        xp = self.xp
+        inj = -xp.take(xp.reshape(coef, (-1,)), self.src_local) * xp.reshape(amp_t, (-1,))
+        return xp.reshape(scatter_add(xp.reshape(u, (-1,)), self.src_global, inj), u.shape)
+
+    def mirror_ghosts(self, u: Any) -> Any:
+        """Free-surface ghosts: odd mirror images of the cells below the surface."""
+        for d, mirror, ghost in self.ghosts:
+            u = u - ghost * self.xp.take(u, mirror, axis=d + 1)
+        return u
+
+    def model_view(self, padded: Any) -> Any:
+        """Return the model cells of a padded field (shot axis first)."""
+        g = self.geom
+        sl = (slice(None), *(slice(g.lo(d), g.lo(d) + n) for d, n in enumerate(g.model_shape)))
+        return padded[sl]
+
+    def wavefield(self, state: dict[str, Any]) -> Any:
+        """Return the primary wavefield of a state on the model grid."""
+        return self.model_view(state[self.primary])
+
+    # -- the equation's part -------------------------------------------------
+    primary = "u"  # the state's field that wavefield() returns
+
+    def coefficients(self, *models: Any) -> Any:
+        """Differentiable per-call coefficients of the update from the models."""
+        raise NotImplementedError
+
+    def initial_state(self) -> dict[str, Any]:
+        """Zero state."""
+        raise NotImplementedError
+
+    def step(self, state: dict[str, Any], coeffs: Any, amp_t: Any | None) -> tuple[dict, Any]:
+        """One time step: the new state and the receiver samples (or None)."""
+        raise NotImplementedError
+
+    def final_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Return the state as the user sees it (CPML fields on the padded grid)."""
+        raise NotImplementedError
+
+    def run_steps(
+        self, coeffs: Any, amp: Any, progress: bool = False
+    ) -> tuple[list[list[Any]], dict[str, Any]]:
+        """Every step from the zero state: per-step outputs and the final state."""
+        g = self.geom
+        state = self.initial_state()
+        records: list[Any] = []
+        steps = range(g.nt)
+        if progress:
+            from tqdm.auto import tqdm
+
+            steps = tqdm(steps, desc="sweep eager", unit="step")
+        for t in steps:
+            amp_t = amp[:, :, t] if amp is not None and g.n_src else None
+            state, rec = self.step(state, coeffs, amp_t)
+            if rec is not None:
+                records.append(rec)
+        return records, state
+
+    def stack_records(self, records: list[Any]) -> Any:
+        """Receiver data (n_shots, n_rec, nt) from the per-step samples."""
+        g = self.geom
+        if records:
+            return self.xp.stack(records, axis=-1)
+        return self.zeros((g.n_shots, g.n_rec, g.nt))
+
+
+@dataclass
+class EagerAcoustic(EagerBase):
+    """The constant-density acoustic equation on :class:`EagerBase`."""
+
+    # -- model ---------------------------------------------------------------
+    def v2dt2(self, v: Any) -> Any:
+        """(v dt)^2 on the padded grid, zero outside the updated cells.
+
+        The CPML copies the edge velocities outward; autodiff carries that
+        copy's derivative back to the edge cells, as the compiled path does.
+        """
+        return (self.pad_model(v) * self.geom.dt) ** 2 * self.live[0]
+
+    coefficients = v2dt2
+
     def initial_state(self) -> dict[str, Any]:
         """Zero wavefields: u_prev, u and the CPML memory variables per axis.
 
@@ -143,41 +349,15 @@ class EagerAcoustic:
         ``d`` (see :meth:`Geometry.cpml_strips`), interior along the other
         axes; psi keeps a zero halo along ``d`` for its derivative taps.
         """
-        g, xp = self.geom, self.xp
-
-        def zeros(shape: tuple[int, ...]) -> Any:
-            return xp.zeros(shape, dtype=self.dtype, device=self.device)
-
-        h = g.halo
-        return {
-            "u_prev": zeros((g.n_shots, *g.padded_shape)),
-            "u": zeros((g.n_shots, *g.padded_shape)),
-            "psi": [
-                [zeros(self._strip_shape(d, n, h)) for _, n in s] for d, s in enumerate(self.strips)
-            ],
-            "zeta": [
-                [zeros(self._strip_shape(d, n, 0)) for _, n in s] for d, s in enumerate(self.strips)
-            ],
-        }
+        psi, zeta = self.cpml_state()
+        return {"u_prev": self.field(), "u": self.field(), "psi": psi, "zeta": zeta}
 
     def padded_state(self, state: dict[str, Any]) -> dict[str, Any]:
         """``state`` with psi and zeta on the whole padded grid (as the compiled core's)."""
-        g, h = self.geom, self.geom.halo
-        out = {"u_prev": state["u_prev"], "u": state["u"], "psi": [], "zeta": []}
-        for d, strips in enumerate(self.strips):
-            ax = d + 1
-            for key, halo in (("psi", h), ("zeta", 0)):
-                full = None
-                for (s0, n), x in zip(strips, state[key][d], strict=True):
-                    widths = [(h, h)] * len(x.shape)
-                    widths[0] = (0, 0)
-                    widths[ax] = (s0, g.padded_shape[d] - s0 - n)
-                    x = pad_zeros(_along(x, ax, halo, halo + n), widths)
-                    full = x if full is None else full + x
-                if full is None:
-                    full = self.xp.zeros_like(state["u"])
-                out[key].append(full)
-        return out
+        psi, zeta = self.padded_cpml(state["psi"], state["zeta"], state["u"])
+        return {"u_prev": state["u_prev"], "u": state["u"], "psi": psi, "zeta": zeta}
+
+    final_state = padded_state
 
     def step(self, state: dict[str, Any], v2dt2: Any, amp_t: Any | None) -> tuple[dict, Any]:
         """One time step: returns the new state and the receiver samples of u^t.
@@ -186,71 +366,18 @@ class EagerAcoustic:
         only on its strips, and are added to W there (psi, zeta, a and b
         vanish elsewhere, so this is the operator of the compiled kernels).
         """
-        xp, g = self.xp, self.geom
-        h = g.halo
         u, u_prev = state["u"], state["u_prev"]
-        inner = self._interior
-        w = None
-        psi_new, zeta_new = [], []
-        for d in range(g.ndim):
-            axis = d + 1
-            rdx = self.rdx[d]
-            u_axis = inner(u, keep=axis)
-            lap = self._d2(u_axis, axis) * (rdx * rdx)
-            w = lap if w is None else w + lap
-            n_int = lap.shape[axis]
-            psi_d, zeta_d = [], []
-            for (s0, n), (a, b), psi, zeta in zip(
-                self.strips[d], self.pml_strip[d], state["psi"][d], state["zeta"][d], strict=True
-            ):
-                u_s = _along(u_axis, axis, s0 - h, s0 + n + h)
-                d1psi = self._d1(psi, axis) * rdx
-                # The strip's second difference again, not a slice of lap:
-                # slicing lap makes inductor write lap out as a whole array.
-                zn = b * zeta + a * (self._d2(u_s, axis) * (rdx * rdx) + d1psi)
-                d1u = self._d1(u_s, axis) * rdx
-                psi_d.append(self._pad(b * _along(psi, axis, h, h + n) + a * d1u, [axis]))
-                zeta_d.append(zn)
-                i0 = s0 - h  # the strip's first cell in interior coordinates
-                widths = [(0, 0)] * len(lap.shape)
-                widths[axis] = (i0, n_int - i0 - n)
-                w = w + pad_zeros(d1psi + zn, widths)
-            psi_new.append(psi_d)
-            zeta_new.append(zeta_d)
+        w, psi_new, zeta_new = self.cpml_operator(u, state["psi"], state["zeta"])
         # The halo is never updated: the interior update, padded with zeros.
-        u_new = self._pad(inner(xp.expand_dims(v2dt2, axis=0)) * w + 2 * inner(u) - inner(u_prev))
-        shape = u_new.shape
-        rec = None
-        if self.rec_global.shape[0]:
-            rec = xp.reshape(xp.take(xp.reshape(u, (-1,)), self.rec_global), (shape[0], -1))
-        if amp_t is not None and self.src_global.shape[0]:
-            inj = -xp.take(xp.reshape(v2dt2, (-1,)), self.src_local) * xp.reshape(amp_t, (-1,))
-            u_new = xp.reshape(scatter_add(xp.reshape(u_new, (-1,)), self.src_global, inj), shape)
-        for d, mirror, ghost in self.ghosts:
-            u_new = u_new - ghost * xp.take(u_new, mirror, axis=d + 1)
+        u_new = self.leapfrog(v2dt2, w, u, u_prev)
+        rec = self.record(u)
+        u_new = self.mirror_ghosts(self.inject(u_new, v2dt2, amp_t))
         return {"u_prev": u, "u": u_new, "psi": psi_new, "zeta": zeta_new}, rec
 
     def run(self, v: Any, amp: Any, progress: bool = False) -> tuple[Any, dict[str, Any]]:
         """Propagate all time steps; returns receivers (n_shots, n_rec, nt) and final state."""
-        xp, g = self.xp, self.geom
-        v2dt2 = self.v2dt2(v)
-        state = self.initial_state()
-        records = []
-        steps = range(g.nt)
-        if progress:
-            from tqdm.auto import tqdm
-
-            steps = tqdm(steps, desc="sweep eager", unit="step")
-        for t in steps:
-            amp_t = amp[:, :, t] if amp is not None and g.n_src else None
-            state, rec = self.step(state, v2dt2, amp_t)
-            if rec is not None:
-                records.append(rec)
-        if records:
-            receivers = xp.stack(records, axis=-1)
-        else:
-            receivers = xp.zeros((g.n_shots, g.n_rec, g.nt), dtype=self.dtype, device=self.device)
-        return receivers, self.padded_state(state)
+        records, state = self.run_steps(self.v2dt2(v), amp, progress)
+        return self.stack_records(records), self.padded_state(state)
 
 
 def _along(x: Any, axis: int, start: int, stop: int) -> Any:

@@ -173,9 +173,9 @@ def plan_chunks(state: int, per_step: int, nt: int, *, reuse: bool) -> int:
 
 
 def eager_memory(
-    geom: Geometry, itemsize: int, ckpt_chunks: int | None = None
+    geom: Geometry, itemsize: int, ckpt_chunks: int | None = None, states: int = 1
 ) -> EagerMemoryEstimate:
-    """Estimate the bytes of an eager acoustic gradient run.
+    """Estimate the bytes of an eager gradient run of a second-order equation.
 
     Parameters
     ----------
@@ -185,6 +185,9 @@ def eager_memory(
         Bytes per value (4 for float32, 8 for float64).
     ckpt_chunks : int, optional
         Chunks of the checkpointed runs; default: :func:`plan_chunks`.
+    states : int
+        Coupled wavefields per step, each with its own CPML (2 for Born
+        modelling); states, residuals and temporaries scale with it.
 
     Returns
     -------
@@ -199,14 +202,16 @@ def eager_memory(
         for _, n in geom.cpml_strips(d):
             strips += across * ((n + 2 * h) + n)  # psi (with a halo along d) and zeta
     field = shots * padded * itemsize
-    state = 2 * field + shots * strips * itemsize
-    replay = state - field
+    state = states * (2 * field + shots * strips * itemsize)
+    replay = state - states * field
     # The bracket W^t (interior, every shot) and the receiver samples of the step.
-    step = shots * (interior + geom.n_rec) * itemsize
+    step = states * shots * (interior + geom.n_rec) * itemsize
     traces = shots * (geom.n_src + geom.n_rec) * nt * itemsize  # amplitudes, receivers
     constants = CONSTANT_FIELDS * padded * itemsize + traces
     # + the receivers' cotangent, one step's graph and the temporaries.
-    fixed = constants + shots * geom.n_rec * nt * itemsize + step + TRANSIENT_FIELDS * field
+    fixed = (
+        constants + shots * geom.n_rec * nt * itemsize + step + states * TRANSIENT_FIELDS * field
+    )
 
     def chunks(per_step: int, reuse: bool) -> int:
         if ckpt_chunks is not None:
@@ -220,7 +225,7 @@ def eager_memory(
         torch_ckpt_chunks=n_torch,
         jax_ckpt=fixed + _chunked(state, step, nt, n_jax, reuse=False),
         jax_ckpt_chunks=n_jax,
-        forward=constants + 2 * state + FORWARD_FIELDS * field,
+        forward=constants + 2 * state + states * FORWARD_FIELDS * field,
         state=state,
         replay=replay,
         step=step,

@@ -35,8 +35,19 @@ def dtype_name(x: Any) -> str:
     return str(x.dtype).rsplit(".", 1)[-1]
 
 
-def check_model(name: str, v: Any, ndims: Sequence[int] = (2, 3)) -> None:
-    """Model array: 2D/3D, float32/float64, finite and positive."""
+CONSTRAINTS = ("positive", "nonnegative", "any")
+
+
+def check_model(
+    name: str, v: Any, ndims: Sequence[int] = (2, 3), constraint: str = "positive"
+) -> None:
+    """Model array: 2D/3D, float32/float64, finite, and ``constraint`` on its values.
+
+    ``constraint`` is ``"positive"`` (velocities, impedances), ``"nonnegative"``
+    (conductivities) or ``"any"`` (signed perturbations).
+    """
+    if constraint not in CONSTRAINTS:
+        raise ValueError(f"unknown model constraint {constraint!r}; one of {CONSTRAINTS}")
     if not hasattr(v, "shape") or not hasattr(v, "dtype"):
         raise TypeError(
             f"{name} must be an array (NumPy, CuPy, torch or JAX), got {type(v).__name__}"
@@ -58,11 +69,13 @@ def check_model(name: str, v: Any, ndims: Sequence[int] = (2, 3)) -> None:
             raise ValueError(
                 f"{name} contains NaN or infinite values; every cell needs a finite value"
             )
-        if not np.all(host > 0):
+        if constraint == "positive" and not np.all(host > 0):
             raise ValueError(
                 f"{name} must be positive everywhere, found minimum {float(host.min()):g}; "
-                "velocities are in model units per second and cannot be zero or negative"
+                "velocities and impedances cannot be zero or negative"
             )
+        if constraint == "nonnegative" and not np.all(host >= 0):
+            raise ValueError(f"{name} must be >= 0 everywhere, found minimum {float(host.min()):g}")
 
 
 def check_spacing(grid_spacing: Any, ndim: int) -> tuple[float, ...]:
@@ -239,7 +252,7 @@ def check_not_on_surface(
 
 
 def warn_dispersion(
-    amp: Any, dt: float, v_min: float, spacing: Sequence[float], order: int
+    amp: Any, dt: float, v_min: float, spacing: Sequence[float], order: int, stacklevel: int = 4
 ) -> None:
     """Warn when the sources carry energy at too few cells per wavelength."""
     if amp.shape[-1] < 4 or not is_concrete(amp):
@@ -260,5 +273,5 @@ def warn_dispersion(
             f"(accuracy={order} needs about {need:g}); expect numerical dispersion. "
             "Use a finer grid_spacing, a higher accuracy or lower-frequency sources.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,18 +15,15 @@ from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
 from ._eager_memory import eager_memory
 from ._grid import Geometry
-from ._impl import binding_error, binding_fix, resolve_impl
+from ._impl import binding_error, binding_fix
+from ._setup import prepare, velocity_speeds
 from ._xp import (
-    array_namespace,
     from_kernel_array,
-    is_concrete,
     is_cupy_array,
     is_jax_array,
     is_numpy_array,
     is_torch_array,
     kernel_array,
-    library_name,
-    to_host,
 )
 
 __all__ = ["AcousticResult", "acoustic", "estimate_memory"]
@@ -100,108 +96,29 @@ def _prepare(
     ``memory_options`` are the memory keywords of :func:`acoustic` (see
     :func:`sweep._memory.check_settings`).
     """
-    val.check_model("v", v)
-    ndim = v.ndim
-    model_shape = tuple(int(s) for s in v.shape)
-    model_dtype = val.dtype_name(v)
-    spacing = val.check_spacing(grid_spacing, ndim)
-    dt = val.check_dt(dt)
-    order = val.check_accuracy(accuracy)
-    mem = _memory.check_settings(**memory_options)
-    impl = resolve_impl(impl, stacklevel=4)
-    widths, free = val.check_pml(pml_width, free_surface, model_shape)
-    for d, n in enumerate(model_shape):
-        if n < 2 * val._fd.halo(order) + 1 and (free[2 * d] or free[2 * d + 1]):
-            raise ValueError(
-                f"v has {n} cells along axis {d}, too few for a free surface with "
-                f"accuracy={order}; it needs at least {2 * val._fd.halo(order) + 1}"
-            )
-    if source_amplitudes is not None:
-        if source_locations is None:
-            raise ValueError("source_locations is required when source_amplitudes is given")
-        n_shots, n_src, nt_amp = val.check_amplitudes(
-            "source_amplitudes", source_amplitudes, None, model_dtype
-        )
-        if nt is not None and nt != nt_amp:
-            raise ValueError(f"nt={nt} disagrees with source_amplitudes.shape[-1]={nt_amp}")
-        nt = nt_amp
-        src_loc = val.check_locations(
-            "source_locations", source_locations, model_shape, n_shots, n_src, free
-        )
-        val.check_not_on_surface("source_locations", src_loc, model_shape, free)
-        if array_namespace(source_amplitudes) is not array_namespace(v):
-            raise TypeError(
-                f"source_amplitudes is a {library_name(source_amplitudes)} array but v is "
-                f"{library_name(v)}; pass both from the same library"
-            )
-    else:
-        if source_locations is not None:
-            raise ValueError("source_locations was given without source_amplitudes")
-        if nt is None:
-            raise ValueError("nt is required when there are no source_amplitudes")
-        n_shots = None
-        src_loc = None
-    if not isinstance(nt, int) or nt < 1:
-        raise ValueError(f"nt must be a positive integer number of time steps, got {nt!r}")
-    if receiver_locations is None:
-        rec_loc = np.zeros((n_shots or 1, 0, ndim), dtype=np.int64)
-    else:
-        rec_loc = val.check_locations(
-            "receiver_locations", receiver_locations, model_shape, n_shots, None, free
-        )
-    n_shots = rec_loc.shape[0] if n_shots is None else n_shots
-    if src_loc is None:
-        src_loc = np.zeros((n_shots, 0, ndim), dtype=np.int64)
-    if is_concrete(v):
-        host_v = to_host(v)
-        v_max, v_min = float(host_v.max()), float(host_v.min())
-    else:
-        raise ValueError(
-            "v is a traced JAX value; sweep.acoustic needs concrete model values for its "
-            "CFL and CPML set-up. Use sweep.propagator.jax.PropJax inside jax.jit."
-        )
-    val.check_cfl(dt, v_max, spacing, order)
-    if max_vel is not None:
-        if not (isinstance(max_vel, (int, float)) and math.isfinite(max_vel) and max_vel > 0):
-            raise ValueError(f"max_vel must be a positive velocity, got {max_vel!r}")
-        v_max = float(max_vel)
-    if source_amplitudes is not None:
-        val.warn_dispersion(source_amplitudes, dt, v_min, spacing, order)
-    if pml_freq is None:
-        # The highest frequency resolved with 10 cells per wavelength in the slowest medium.
-        pml_freq = v_min / (10.0 * max(spacing))
-    if not (isinstance(pml_freq, (int, float)) and math.isfinite(pml_freq) and pml_freq >= 0):
-        raise ValueError(f"pml_freq must be a non-negative frequency in Hz, got {pml_freq!r}")
-    if n_threads is not None and (not isinstance(n_threads, int) or n_threads < 0):
-        raise ValueError(
-            f"n_threads must be a non-negative integer (0: all cores), got {n_threads!r}"
-        )
-    geom = Geometry(
-        ndim=ndim,
-        order=order,
-        model_shape=model_shape,
-        spacing=spacing,
+    call = prepare(
+        {"v": v},
+        {"v": "positive"},
+        velocity_speeds("v"),
+        equation="acoustic",
+        grid_spacing=grid_spacing,
         dt=dt,
+        source_amplitudes=source_amplitudes,
+        source_locations=source_locations,
+        receiver_locations=receiver_locations,
+        accuracy=accuracy,
+        pml_width=pml_width,
+        free_surface=free_surface,
+        pml_freq=pml_freq,
+        max_vel=max_vel,
         nt=nt,
-        pml_width=widths,
-        free_surface=free,
-        pml_freq=float(pml_freq),
-        v_max=v_max,  # CPML damping scale
-        src_loc=src_loc,
-        rec_loc=rec_loc,
+        impl=impl,
+        n_threads=n_threads,
+        progress=progress,
+        **memory_options,
     )
-    if impl == "eager" and not _memory.is_default(mem):
-        import warnings
-
-        warnings.warn(
-            "the memory options (memory=, storage_mode=, storage_compression=, "
-            "model_gradient_sampling_interval=) apply to impl='c'; the eager path is "
-            "differentiated by the array library (PropTorch and PropJax checkpoint it by "
-            "default; see their use_ckpt and ckpt_chunks)",
-            UserWarning,
-            stacklevel=4,
-        )
-    return _Call(geom, impl, v, source_amplitudes, int(n_threads or 0), bool(progress), mem)
+    return _Call(call.geom, call.impl, v, source_amplitudes, call.n_threads, call.progress,
+                 call.memory)  # fmt: skip
 
 
 def _model_view(geom: Geometry, padded: Any) -> Any:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import equations
+
 
 def ricker(freq: float, nt: int, dt: float, peak_time: float | None = None) -> np.ndarray:
     """Ricker wavelet of peak frequency ``freq`` (Hz), float64, length ``nt``."""
@@ -69,17 +71,23 @@ def random_problem(
     seed: int = 0,
     free_surface: bool | tuple = False,
     accuracy: int = 4,
+    equation: str = "acoustic",
 ) -> dict:
-    """Keyword arguments of a small random problem for ``sweep.acoustic``.
+    """Keyword arguments of a small random problem for a registered equation.
 
-    A heterogeneous model (1500-2000 m/s), random source and receiver cells,
+    Heterogeneous models (for ``sweep.acoustic`` a velocity of 1500-2000 m/s;
+    other equations: the ``problem`` of their registry entry), random source and receiver cells,
     Ricker-shaped sources with random amplitudes, a 5-cell CPML and fixed
     CPML parameters (so the forward map does not depend on the model's
     extremes, as finite-difference gradient checks need).
     """
     rng = np.random.default_rng(seed)
     shape = (22, 26) if ndim == 2 else (12, 13, 14)
-    v = (1500.0 + 500.0 * rng.random(shape)).astype(dtype)
+    spec = equations.get(equation)
+    if spec.problem is None:
+        models = {"v": (1500.0 + 500.0 * rng.random(shape)).astype(dtype)}
+    else:
+        models = equations._load(spec.problem)(shape, rng, dtype)
     if isinstance(free_surface, bool):
         free = (free_surface,) + (False,) * (2 * ndim - 1)
     else:
@@ -96,7 +104,7 @@ def random_problem(
     wavelet = ricker(40.0, nt, 1e-3)
     amp = (wavelet[None, None] * rng.standard_normal((n_shots, n_src, 1))).astype(dtype)
     return {
-        "v": v,
+        **models,
         "grid_spacing": 5.0,
         "dt": 1e-3 if ndim == 2 else 8e-4,
         "source_amplitudes": amp,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["REGISTRY", "EagerPlan", "EquationSpec", "get", "names"]
+__all__ = ["REGISTRY", "EagerPlan", "EquationSpec", "ModelSpec", "get", "names"]
 
 
 def _load(path: str) -> Any:
@@ -42,6 +42,24 @@ MEMORY_OPTIONS = (
     "storage_bytes_limit_device",
     "storage_bytes_limit_host",
 )
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model parameter of an equation.
+
+    Attributes
+    ----------
+    name : str
+        Argument name, e.g. ``"vp"``.
+    constraint : str
+        ``"positive"`` (velocities, impedances), ``"nonnegative"``
+        (conductivities) or ``"any"`` (signed perturbations); checked before
+        any compute.
+    """
+
+    name: str
+    constraint: str = "positive"
 
 
 @dataclass(frozen=True)
@@ -76,6 +94,22 @@ class EquationSpec:
         receivers.
     description : str
         One line for listings.
+    constraints : tuple of str
+        Constraint of each model (see :class:`ModelSpec`); default all
+        ``"positive"``.
+    outputs : tuple of str
+        Recorded outputs of the propagator's result; the first is the
+        differentiable one (what the adapters return).
+    snapshot : tuple of str
+        What the compiled adjoint needs stored per step for the model
+        gradient (documentation of the memory strategies' unit).
+    reversible : bool
+        Whether the update can be run backwards in time (boundary saving).
+    problem : str or None
+        ``"module:function"`` of ``random_models(shape, rng, dtype) -> dict``:
+        a small random model of the equation for the contract tests
+        (:func:`sweep.testing.random_problem`); None: a velocity of
+        1500-2000 m/s named by ``models[0]``.
     """
 
     name: str
@@ -100,6 +134,22 @@ class EquationSpec:
         *MEMORY_OPTIONS,
     )
     description: str = ""
+    constraints: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ("receivers",)
+    snapshot: tuple[str, ...] = ("W",)
+    reversible: bool = True
+    problem: str | None = None
+
+    @property
+    def model_specs(self) -> tuple[ModelSpec, ...]:
+        """The models with their constraints."""
+        cons = self.constraints or ("positive",) * len(self.models)
+        return tuple(ModelSpec(n, c) for n, c in zip(self.models, cons, strict=True))
+
+    @property
+    def gradients(self) -> tuple[str, ...]:
+        """Names of the gradients :func:`sweep.vjp` returns."""
+        return (*self.models, "source_amplitudes")
 
     @property
     def function(self) -> Callable[..., Any]:
@@ -160,7 +210,7 @@ class EagerPlan:
 
 def _host_proxy(x: Any, fill: float | None, name: str, needs: str) -> np.ndarray | None:
     """Host copy of ``x``, or a stand-in of its shape when ``x`` is a JAX tracer."""
-    from ._xp import is_concrete, to_host
+    from .._xp import is_concrete, to_host
 
     if x is None:
         return None
@@ -175,48 +225,70 @@ def _host_proxy(x: Any, fill: float | None, name: str, needs: str) -> np.ndarray
     return np.full(tuple(x.shape), fill, dtype=str(x.dtype).rsplit(".", 1)[-1])
 
 
-def acoustic_eager_plan(
-    models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
+def build_eager_plan(
+    models: Sequence[Any],
+    source_amplitudes: Any,
+    like: Any,
+    settings: dict[str, Any],
+    *,
+    spec: EquationSpec,
+    prepare: Callable[..., Any],
+    engine_cls: Any,
+    states: int = 1,
 ) -> EagerPlan:
-    """Eager plan of :func:`sweep.acoustic` (validation and geometry from the core).
+    """Eager plan of a registered equation (validation and geometry from the core).
 
     Parameters
     ----------
     models : sequence of array
-        ``(v,)``; may be JAX tracers when ``max_vel`` and ``pml_freq`` are set.
+        In ``spec.models`` order; may be JAX tracers when ``max_vel`` and
+        ``pml_freq`` are set (the first model, the wave speed, is then taken
+        as ``max_vel`` everywhere for the set-up, positive models as 1, signed
+        ones as 0).
     source_amplitudes : array or None
         Shape ``(n_shots, n_sources, nt)``.
     like : array
         A concrete array of the target library, device and dtype.
-    **settings
-        ``grid_spacing``, ``dt`` and keyword arguments of :func:`sweep.acoustic`.
-
-    Returns
-    -------
-    EagerPlan
+    settings : dict
+        ``grid_spacing``, ``dt`` and keyword arguments of ``spec.function``.
+    spec : EquationSpec
+        The equation.
+    prepare : callable
+        The equation's validation: takes the propagator's arguments by name
+        and returns a call with ``.geom``.
+    engine_cls : type
+        The equation's :class:`sweep._eager.EagerBase` subclass.
+    states : int
+        Coupled wavefields of the step (for the memory estimate).
     """
-    from ._eager import EagerAcoustic
-    from ._eager_memory import eager_memory
-    from ._validate import dtype_name
-    from .acoustic import _model_view, _prepare, acoustic
+    from .._eager_memory import eager_memory
+    from .._validate import dtype_name
 
-    (v,) = models
     traced_needs = "max_vel= and pml_freq="
     pml_freq = settings.get("pml_freq")
     max_vel = settings.get("max_vel")
-    fill = max_vel if (max_vel is not None and pml_freq is not None) else None
-    v_host = _host_proxy(v, fill, "v", traced_needs)
+    known = max_vel is not None and pml_freq is not None
+    hosts = []
+    for i, (x, m) in enumerate(zip(models, spec.model_specs, strict=True)):
+        if not known:
+            fill = None
+        elif i == 0:
+            fill = max_vel
+        else:
+            fill = 0.0 if m.constraint == "any" else 1.0
+        hosts.append(_host_proxy(x, fill, m.name, traced_needs))
     amp_host = _host_proxy(source_amplitudes, 0.0, "source_amplitudes", "")
     # Memory strategies belong to the compiled adjoint; eager gradients come from autodiff.
     settings = {k: x for k, x in settings.items() if k not in MEMORY_OPTIONS}
-    bound = inspect.signature(acoustic).bind(
-        v_host, source_amplitudes=amp_host, impl="eager", **settings
+    bound = inspect.signature(spec.function).bind(
+        *hosts, source_amplitudes=amp_host, impl="eager", **settings
     )
     bound.apply_defaults()
-    call = _prepare(**bound.arguments)
+    call = prepare(**bound.arguments)
     geom = call.geom
-    engine = EagerAcoustic.build(geom, like)
+    engine = engine_cls.build(geom, like)
     key = (
+        spec.name,
         geom.model_shape,
         geom.nt,
         geom.n_shots,
@@ -230,18 +302,81 @@ def acoustic_eager_plan(
         n_shots=geom.n_shots,
         n_src=geom.n_src,
         n_rec=geom.n_rec,
-        coefficients=engine.v2dt2,
+        coefficients=engine.coefficients,
         initial_state=engine.initial_state,
         step=engine.step,
-        wavefield=lambda state: _model_view(geom, state["u"]),
+        wavefield=engine.wavefield,
         key=key,
-        memory=eager_memory(geom, np.dtype(dtype_name(like)).itemsize),
+        memory=eager_memory(geom, np.dtype(dtype_name(like)).itemsize, states=states),
     )
+
+
+def acoustic_eager_plan(
+    models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
+) -> EagerPlan:
+    """Eager plan of :func:`sweep.acoustic` (see :func:`build_eager_plan`)."""
+    from .._eager import EagerAcoustic
+    from ..acoustic import _prepare
+
+    return build_eager_plan(
+        models, source_amplitudes, like, settings, spec=REGISTRY["acoustic"], prepare=_prepare,
+        engine_cls=EagerAcoustic,
+    )  # fmt: skip
+
+
+def vrz_eager_plan(
+    models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
+) -> EagerPlan:
+    """Eager plan of :func:`sweep.vrz` (see :func:`build_eager_plan`)."""
+    from .vrz.eager import EagerVRZ
+    from .vrz.propagator import _prepare
+
+    return build_eager_plan(
+        models, source_amplitudes, like, settings, spec=REGISTRY["vrz"], prepare=_prepare,
+        engine_cls=EagerVRZ,
+    )  # fmt: skip
+
+
+def lsrtm_eager_plan(
+    models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
+) -> EagerPlan:
+    """Eager plan of :func:`sweep.lsrtm` (see :func:`build_eager_plan`)."""
+    from .lsrtm.eager import EagerLSRTM
+    from .lsrtm.propagator import _prepare
+
+    return build_eager_plan(
+        models, source_amplitudes, like, settings, spec=REGISTRY["lsrtm"], prepare=_prepare,
+        engine_cls=EagerLSRTM, states=2,
+    )  # fmt: skip
 
 
 REGISTRY: dict[str, EquationSpec] = {
     "acoustic": EquationSpec(
         "acoustic", description="constant-density acoustic wave equation (pressure)"
+    ),
+    "vrz": EquationSpec(
+        "vrz",
+        models=("vp", "z"),
+        constraints=("positive", "positive"),
+        compiled=False,
+        entry="sweep.equations.vrz:vrz",
+        eager_entry="sweep.equations:vrz_eager_plan",
+        snapshot=("u", "psi"),
+        problem="sweep.equations.vrz.problem:random_models",
+        description="variable-density acoustic equation in velocity and impedance (pressure)",
+    ),
+    "lsrtm": EquationSpec(
+        "lsrtm",
+        models=("vp", "mp"),
+        constraints=("positive", "any"),
+        wavefields=("u0", "u0_prev", "psi0", "zeta0", "u1", "u1_prev", "psi1", "zeta1"),
+        compiled=False,
+        entry="sweep.equations.lsrtm:lsrtm",
+        eager_entry="sweep.equations:lsrtm_eager_plan",
+        outputs=("receivers", "background_receivers"),
+        snapshot=("W0", "W1"),
+        problem="sweep.equations.lsrtm.problem:random_models",
+        description="Born modelling (scattered pressure) and migration for LSRTM",
     ),
 }
 

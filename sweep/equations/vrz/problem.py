@@ -1,0 +1,12 @@
+"""A small random VRZ problem for the registry's contract tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def random_models(shape: tuple[int, ...], rng: np.random.Generator, dtype: type) -> dict:
+    """``vp`` of 1500-2000 m/s and ``z = rho vp`` with rho of 1000-1600 kg/m^3."""
+    vp = 1500.0 + 500.0 * rng.random(shape)
+    rho = 1000.0 + 600.0 * rng.random(shape)
+    return {"vp": vp.astype(dtype), "z": (rho * vp).astype(dtype)}

@@ -1,0 +1,162 @@
+"""``sweep.vrz``: variable-density acoustic propagation in velocity and impedance."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._api import eager_only_impl, eager_vjp
+from ..._fd import halo
+from ..._setup import Call, Speeds, prepare
+from ...acoustic import AcousticResult
+from .eager import EagerVRZ
+
+__all__ = ["VRZResult", "vrz"]
+
+
+@dataclass
+class VRZResult(AcousticResult):
+    """Output of :func:`sweep.vrz`.
+
+    Attributes
+    ----------
+    receivers : array, shape (n_shots, n_receivers, nt)
+        Pressure at the receivers; sample ``t`` is time ``t * dt``.
+    wavefield, previous_wavefield : array, shape (n_shots, *model_shape)
+        Pressure at times ``nt * dt`` and ``(nt - 1) * dt`` on the model grid.
+    impl : str
+        The implementation that ran (``"eager"``).
+    state : dict
+        Final padded fields (``u``, ``u_prev``, CPML ``psi``/``zeta`` per axis).
+    """
+
+
+def speeds(models: dict[str, np.ndarray], order: int) -> Speeds:
+    """Wave speeds of a VRZ model.
+
+    The update couples ``kappa`` of a cell with ``b`` of the cells its
+    stencil reaches, so the CFL speed is ``sqrt(max kappa_i max_j b_j)`` over
+    those neighbourhoods: ``vp`` itself where density is smooth, and never
+    less.
+    """
+    vp, z = (np.asarray(models[k], dtype=np.float64) for k in ("vp", "z"))
+    kappa, b = vp * z, vp / z
+    reach = halo(order)
+    for d in range(b.ndim):
+        pad = [(0, 0)] * b.ndim
+        pad[d] = (reach, reach)
+        padded = np.pad(b, pad, mode="edge")
+        b = np.lib.stride_tricks.sliding_window_view(padded, 2 * reach + 1, axis=d).max(axis=-1)
+    return Speeds(
+        cfl=float(np.sqrt(np.max(kappa * b))), slowest=float(vp.min()), damping=float(vp.max())
+    )
+
+
+def _prepare(vp: Any, z: Any, **settings: Any) -> Call:
+    """Validate every argument of :func:`vrz` (before any compute)."""
+    settings["impl"] = eager_only_impl(settings["impl"], "vrz")
+    return prepare(
+        {"vp": vp, "z": z}, {"vp": "positive", "z": "positive"}, speeds, equation="vrz",
+        **settings,
+    )  # fmt: skip
+
+
+def _result(call: Call, engine: EagerVRZ, receivers: Any, state: dict[str, Any]) -> VRZResult:
+    return VRZResult(
+        receivers=receivers,
+        wavefield=engine.model_view(state["u"]),
+        previous_wavefield=engine.model_view(state["u_prev"]),
+        impl=call.impl,
+        state=state,
+        geometry=call.geom,
+    )
+
+
+def vrz(
+    vp: Any,
+    z: Any,
+    grid_spacing: float | Sequence[float],
+    dt: float,
+    *,
+    source_amplitudes: Any = None,
+    source_locations: Any = None,
+    receiver_locations: Any = None,
+    accuracy: int = 4,
+    pml_width: int | Sequence[int] = 20,
+    free_surface: bool | Sequence[bool] = False,
+    pml_freq: float | None = None,
+    max_vel: float | None = None,
+    nt: int | None = None,
+    impl: str | None = None,
+    n_threads: int | None = None,
+    progress: bool = False,
+    memory: Any = None,
+    storage_mode: str = "auto",
+    storage_compression: bool | str = False,
+    model_gradient_sampling_interval: int = 1,
+    storage_bytes_limit_device: int | None = None,
+    storage_bytes_limit_host: int | None = None,
+) -> VRZResult:
+    """Propagate waves through a variable-density acoustic model (velocity and impedance).
+
+    Solves ``p_tt / kappa - div(b grad p) = -b f`` for the pressure ``p``, with
+    ``kappa = z vp`` (= rho vp^2) and ``b = vp / z`` (= 1 / rho): second-order
+    leapfrog in time, a conservative variable-coefficient stencil of order
+    ``accuracy`` in space (``sweep/equations/vrz/eager.py``), C-PML absorbing
+    boundaries and an optional free surface.  With constant density it is
+    :func:`sweep.acoustic` (a source adds ``-vp^2 dt^2 f`` at its cell each
+    step, the same convention).  Gradients with respect to ``vp``, ``z`` and
+    the source amplitudes come from :func:`sweep.vjp` on torch or JAX arrays
+    (the adapters ``PropTorch("vrz")``, ``PropJax("vrz")``); they are exact
+    derivatives of this discrete function at every cell, CPML included.
+
+    Parameters
+    ----------
+    vp : array, shape (nz, nx) or (nz, ny, nx)
+        P-wave velocity (grid_spacing units per second), float32 or float64.
+    z : array, same shape
+        Acoustic impedance ``rho * vp``, positive.
+    grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
+    accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress
+        As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
+        ``vp``).
+    impl : {None, "auto", "eager"}
+        VRZ runs the eager Array-API code; ``"c"`` raises until its compiled
+        kernels exist.
+    n_threads, memory, storage_mode, storage_compression,
+    model_gradient_sampling_interval, storage_bytes_limit_device,
+    storage_bytes_limit_host
+        Accepted for a uniform signature; they configure compiled kernels,
+        which VRZ does not have yet (non-default memory options warn).
+
+    Returns
+    -------
+    VRZResult
+    """
+    call = _prepare(**locals())  # every parameter of this function, by name
+    engine = EagerVRZ.build(call.geom, vp)
+    receivers, state = engine.run(vp, z, call.amp, call.progress)
+    return _result(call, engine, receivers, state)
+
+
+def _vrz_vjp(
+    vp: Any, z: Any, grid_spacing: Any, dt: Any, **kwargs: Any
+) -> tuple[VRZResult, Callable[[Any], dict[str, Any]]]:
+    """Forward pass plus a pullback to ``vp``, ``z`` and the source amplitudes."""
+    args = inspect.signature(vrz).bind(vp, z, grid_spacing, dt, **kwargs)
+    args.apply_defaults()
+    call = _prepare(**args.arguments)
+    engine = EagerVRZ.build(call.geom, vp)
+
+    def run(models: tuple, amp: Any) -> tuple[Any, Any]:
+        return engine.run(*models, amp, call.progress)
+
+    receivers, state, pullback = eager_vjp(call.models, call.amp, run, "vrz", compiled=False)
+    return _result(call, engine, receivers, state), pullback
+
+
+vrz.__sweep_vjp__ = _vrz_vjp  # type: ignore[attr-defined]

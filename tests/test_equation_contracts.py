@@ -1,0 +1,233 @@
+"""Contracts every registered equation meets, run over the whole registry.
+
+A new equation in ``sweep.equations.REGISTRY`` (with a ``problem``) is tested
+here without new test code: gradients against central differences over the
+whole model and over its edge cells alone, the adjoint dot-product test of
+the source-to-receiver map, eager against compiled where both exist,
+determinism, the adapters, and bad inputs rejected before any compute.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import sweep
+from sweep import equations
+from sweep.testing import random_problem
+
+torch = pytest.importorskip("torch")
+
+NAMES = equations.names()
+# (equation, impl) for every implementation each equation has.
+IMPLS = [(n, i) for n in NAMES for i in ("eager", "c") if i == "eager" or equations.get(n).compiled]
+
+
+def _problem(name, ndim, **kw):
+    return random_problem(ndim, np.float64, equation=name, nt=40, **kw)
+
+
+def _split(name, problem):
+    spec = equations.get(name)
+    models = [problem[m] for m in spec.models]
+    rest = {k: v for k, v in problem.items() if k not in spec.models}
+    return spec, models, rest
+
+
+def _tensors(problem):
+    return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v
+            for k, v in problem.items()}  # fmt: skip
+
+
+def _impl(spec):
+    return "c" if spec.compiled else "eager"
+
+
+def _objective(spec, models, rest, d, impl):
+    out = spec.function(*models, **rest, impl=impl)
+    return float(np.vdot(d, np.asarray(out.receivers)))
+
+
+def _directions(spec, models, rng, mask=None):
+    out = []
+    for x, m in zip(models, spec.model_specs, strict=True):
+        r = rng.uniform(-1.0, 1.0, x.shape)
+        dx = r if m.constraint == "any" else x * r  # relative steps of positive models
+        out.append(dx if mask is None else dx * mask)
+    return out
+
+
+def _gradients(spec, models, rest, d):
+    t = _tensors(rest)
+    out, pullback = sweep.vjp(spec.function, *(torch.from_numpy(m) for m in models), **t,
+                              impl="eager")  # fmt: skip
+    g = pullback(torch.from_numpy(d))
+    return out, {k: v.numpy() for k, v in g.items()}
+
+
+def _check_directional(spec, models, rest, d, dirs, impl="eager", h=1e-5):
+    if impl == "c":
+        _, pullback = sweep.vjp(spec.function, *models, **rest, impl="c")
+        g = pullback(d)
+    else:
+        _, g = _gradients(spec, models, rest, d)
+    plus = [m + h * dm for m, dm in zip(models, dirs, strict=True)]
+    minus = [m - h * dm for m, dm in zip(models, dirs, strict=True)]
+    fd = (_objective(spec, plus, rest, d, impl) - _objective(spec, minus, rest, d, impl)) / (2 * h)
+    an = sum(float(np.vdot(g[n], dm)) for n, dm in zip(spec.models, dirs, strict=True))
+    assert math.isclose(fd, an, rel_tol=1e-6), (fd, an)
+
+
+@pytest.mark.parametrize(("name", "impl"), IMPLS)
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_gradient_matches_central_differences(name, impl, ndim):
+    problem = _problem(name, ndim, free_surface=(ndim == 2))
+    spec, models, rest = _split(name, problem)
+    rng = np.random.default_rng(1)
+    n_rec = problem["receiver_locations"].shape[1]
+    d = rng.standard_normal((2, n_rec, 40))
+    _check_directional(spec, models, rest, d, _directions(spec, models, rng), impl)
+
+
+def _edge_mask(shape):
+    mask = np.zeros(shape)
+    for d in range(len(shape)):
+        sl = [slice(None)] * len(shape)
+        for index in (0, -1):
+            sl[d] = index
+            mask[tuple(sl)] = 1.0
+    return mask
+
+
+@pytest.mark.parametrize(("name", "impl"), IMPLS)
+@pytest.mark.parametrize("accuracy", [2, 8])
+def test_gradient_at_edge_cells(name, impl, accuracy):
+    """Perturbing only the edge cells (which the CPML repeats) with the acquisition beside them."""
+    problem = _problem(name, 2, accuracy=accuracy)
+    shape = problem["source_locations"].shape
+    nz, nx = problem[equations.get(name).models[0]].shape
+    corners = np.array([[1, 1], [1, nx - 2], [nz - 2, 1], [nz - 2, nx - 2]])
+    problem["source_locations"] = np.stack([corners[[0, 3]], corners[[1, 2]]])[: shape[0]]
+    problem["receiver_locations"] = np.broadcast_to(corners, (shape[0], 4, 2)).copy()
+    spec, models, rest = _split(name, problem)
+    rng = np.random.default_rng(2)
+    d = rng.standard_normal((2, 4, 40))
+    dirs = _directions(spec, models, rng, mask=_edge_mask(models[0].shape))
+    _check_directional(spec, models, rest, d, dirs, impl)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_source_adjoint_dot_product(name, ndim):
+    """Receivers are linear in the source amplitudes: <d, F a> = <F^T d, a>."""
+    problem = _problem(name, ndim)
+    spec, models, rest = _split(name, problem)
+    impl = _impl(spec)
+    rng = np.random.default_rng(3)
+    out = spec.function(*models, **rest, impl=impl)
+    d = rng.standard_normal(out.receivers.shape)
+    if impl == "c":
+        _, pullback = sweep.vjp(spec.function, *models, **rest, impl="c")
+        g = pullback(d)["source_amplitudes"]
+    else:
+        _, g = _gradients(spec, models, rest, d)
+        g = g["source_amplitudes"]
+    lhs = float(np.vdot(d, np.asarray(out.receivers)))
+    rhs = float(np.vdot(g, problem["source_amplitudes"]))
+    assert abs(lhs - rhs) <= 1e-12 * abs(lhs), (lhs, rhs)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if equations.get(n).compiled])
+def test_eager_matches_compiled(name):
+    problem = _problem(name, 2, free_surface=True)
+    spec, models, rest = _split(name, problem)
+    a = spec.function(*models, **rest, impl="eager").receivers
+    b = spec.function(*models, **rest, impl="c").receivers
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-11 * np.abs(b).max())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_deterministic(name):
+    problem = _problem(name, 2)
+    spec, models, rest = _split(name, problem)
+    a = spec.function(*models, **rest)
+    b = spec.function(*models, **rest)
+    assert np.array_equal(np.asarray(a.receivers), np.asarray(b.receivers))
+    assert np.array_equal(np.asarray(a.wavefield), np.asarray(b.wavefield))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_prop_torch_matches_function(name):
+    from sweep.propagator.torch import PropTorch
+
+    problem = _problem(name, 2)
+    spec, models, rest = _split(name, problem)
+    want = spec.function(*models, **rest).receivers
+    settings = {k: v for k, v in rest.items() if k != "source_amplitudes"}
+    prop = PropTorch(name, **settings)
+    got = prop(*(torch.from_numpy(m) for m in models),
+               source_amplitudes=torch.from_numpy(rest["source_amplitudes"]))  # fmt: skip
+    np.testing.assert_allclose(got.detach().numpy(), want, rtol=0, atol=1e-11 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float32_matches_float64(name):
+    problem = _problem(name, 2)
+    spec, models, rest = _split(name, problem)
+    want = spec.function(*models, **rest).receivers
+    p32 = {k: v.astype(np.float32) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v
+           for k, v in problem.items()}  # fmt: skip
+    spec, models32, rest32 = _split(name, p32)
+    got = spec.function(*models32, **rest32).receivers
+    assert np.linalg.norm(got - want) <= 1e-4 * np.linalg.norm(want)
+
+
+# -- bad inputs: every model, before any compute -------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_model_values_name_the_model(name):
+    problem = _problem(name, 2)
+    spec, models, rest = _split(name, problem)
+    for i, m in enumerate(spec.model_specs):
+        bad = [x.copy() for x in models]
+        bad[i][3, 4] = np.nan
+        with pytest.raises(ValueError, match=rf"{m.name} contains NaN"):
+            spec.function(*bad, **rest)
+        bad[i][3, 4] = -1.0
+        if m.constraint == "any":
+            spec.function(*bad, **rest)  # a signed model accepts negative values
+        else:
+            with pytest.raises(ValueError, match=rf"{m.name} must be"):
+                spec.function(*bad, **rest)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if len(equations.get(n).models) > 1])
+def test_models_must_share_shape_dtype_and_library(name):
+    problem = _problem(name, 2)
+    spec, models, rest = _split(name, problem)
+    other = spec.models[1]
+    with pytest.raises(ValueError, match=rf"{other} has shape"):
+        spec.function(models[0], models[1][:-1], *models[2:], **rest)
+    with pytest.raises(TypeError, match=rf"{other} is float32"):
+        spec.function(models[0], models[1].astype(np.float32), *models[2:], **rest)
+    with pytest.raises(TypeError, match=rf"{other} is a torch"):
+        spec.function(models[0], torch.from_numpy(models[1]), *models[2:], **rest)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_cfl_violation_is_rejected(name):
+    problem = _problem(name, 2)
+    spec, models, rest = _split(name, problem)
+    with pytest.raises(ValueError, match="CFL"):
+        spec.function(*models, **{**rest, "dt": 5e-3})
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if not equations.get(n).compiled])
+def test_missing_compiled_kernels_are_explicit(name):
+    problem = _problem(name, 2)
+    spec, models, rest = _split(name, problem)
+    with pytest.raises(ValueError, match="no compiled kernels"):
+        spec.function(*models, **rest, impl="c")
+    with pytest.raises(ValueError, match="NumPy has none"):
+        sweep.vjp(spec.function, *models, **rest)
