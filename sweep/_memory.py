@@ -44,6 +44,7 @@ import numpy as np
 from . import _debug, _revolve
 from ._compiled import RECON_SLOT, AdjState, CompiledAcoustic, FwdState, progress_bar
 from ._config import config
+from ._memory_options import CKPT_DEFAULT_CHUNKS, MemoryOptions
 from ._storage import SnapshotStore
 
 log = logging.getLogger("sweep")
@@ -96,7 +97,7 @@ class MemoryPlan:
 class MemorySettings:
     """The memory keywords of a propagator call, validated."""
 
-    memory: Any = None  # MemoryOptions or None
+    memory: MemoryOptions | None = None
     storage_mode: str = "auto"
     storage_compression: str | None = None
     interval: int = 1
@@ -113,8 +114,6 @@ def check_settings(
     storage_bytes_limit_host: Any,
 ) -> MemorySettings:
     """Validate the memory keywords of ``sweep.acoustic`` (before any compute)."""
-    from .propagator.options import MemoryOptions
-
     if memory is not None and not isinstance(memory, MemoryOptions):
         raise TypeError(
             "memory must be a sweep.propagator.options.MemoryOptions or None, got "
@@ -334,8 +333,6 @@ def peak_bytes(engine: CompiledAcoustic, strategy: str, *, interval: int = 1,
 
 def estimate(engine: CompiledAcoustic, s: MemorySettings) -> dict[str, int]:
     """Bytes of storage per strategy (without the common working set)."""
-    from .propagator.options import CKPT_DEFAULT_CHUNKS
-
     k = s.interval
     out = {
         "full": full_bytes(engine, k, None),
@@ -503,8 +500,6 @@ class MemoryEstimate:
 
 def memory_estimate(engine: CompiledAcoustic, s: MemorySettings) -> MemoryEstimate:
     """Estimate peak bytes of every strategy for one call."""
-    from .propagator.options import CKPT_DEFAULT_CHUNKS
-
     p = plan(engine, s)
     k = s.interval
     ck = s.memory.ckpt if s.memory is not None else None
