@@ -316,14 +316,18 @@ def peak_bytes(engine: Stepper, strategy: str, *, interval: int = 1,
 
 
 def estimate(engine: Stepper, s: MemorySettings) -> dict[str, int]:
-    """Bytes of storage per strategy (without the common working set)."""
+    """Bytes of storage per strategy (without the common working set).
+
+    ``"boundary"`` only for a reversible stepper.
+    """
     k = s.interval
     out = {
         "full": full_bytes(engine, k, None),
         "full_bf16": full_bytes(engine, k, "bf16"),
-        "boundary": boundary_bytes(engine),
-        "ckpt_chunk": ckpt_bytes(engine, CKPT_DEFAULT_CHUNKS, "chunk", k),
     }
+    if engine.reversible:
+        out["boundary"] = boundary_bytes(engine)
+    out["ckpt_chunk"] = ckpt_bytes(engine, CKPT_DEFAULT_CHUNKS, "chunk", k)
     if s.memory is not None and s.memory.ckpt is not None:
         ck = s.memory.ckpt
         n = ck.chunks if ck.mode == "chunk" else ck.count
@@ -372,6 +376,13 @@ def plan(engine: Stepper, s: MemorySettings) -> MemoryPlan:
     ):
         strategy = "auto"
     if strategy == "boundary":
+        if not engine.reversible:
+            raise ValueError(
+                f"MemoryOptions(strategy='boundary') needs an equation whose forward pass "
+                f"runs backwards in time, and the {engine.name} equation's does not; use "
+                "checkpointing (MemoryOptions(strategy='ckpt', ckpt=CkptOptions(...))) or "
+                "full storage (memory=None or MemoryOptions())"
+            )
         b = mem.boundary
         storage = {"gpu": "device", "cpu": "cpu", "disk": "disk"}[b.storage]
         return MemoryPlan(
@@ -415,16 +426,17 @@ def plan(engine: Stepper, s: MemorySettings) -> MemoryPlan:
 def _auto(engine: Stepper, s: MemorySettings, estimates: dict[str, int]) -> MemoryPlan:
     """Pick the fastest strategy that fits the byte budgets.
 
-    In order: full storage in memory, boundary saving, full storage in host
-    memory (CuPy arrays), binomial checkpointing, full storage on disk.
+    In order: full storage in memory, boundary saving (reversible steppers),
+    full storage in host memory (CuPy arrays), binomial checkpointing, full
+    storage on disk.
     """
     device, host = default_limits(engine.xp, s)
-    full, bnd = estimates["full"], estimates["boundary"]
+    full, bnd = estimates["full"], estimates.get("boundary")
     where = "host" if engine.xp is np else "device"
     if full <= device:
         why = f"full storage ({full} B) fits the {where} budget of {device} B"
         return MemoryPlan("full", "device", storage_bytes=full, estimates=estimates, reason=why)
-    if bnd <= device:
+    if bnd is not None and bnd <= device:
         why = f"full storage ({full} B) exceeds {device} B; boundary saving ({bnd} B) fits"
         return MemoryPlan("boundary", "device", storage_bytes=bnd, estimates=estimates, reason=why)
     if engine.xp is not np and full <= host:
@@ -433,10 +445,10 @@ def _auto(engine: Stepper, s: MemorySettings, estimates: dict[str, int]) -> Memo
     count = min(engine.nt + 1, device // max(engine.state_bytes, 1) - 2)
     if count >= 2:
         nbytes = ckpt_bytes(engine, count, "recursive", 1)
-        why = (
-            f"full storage ({full} B) and boundary saving ({bnd} B) exceed {device} B; "
-            f"{count} checkpoints fit"
-        )
+        stored = f"full storage ({full} B) exceeds"
+        if bnd is not None:
+            stored = f"full storage ({full} B) and boundary saving ({bnd} B) exceed"
+        why = f"{stored} {device} B; {count} checkpoints fit"
         return MemoryPlan(
             "ckpt-recursive",
             "device",
@@ -464,8 +476,9 @@ class MemoryEstimate:
     strategies : dict
         Estimated peak bytes per strategy: ``"full"``, ``"full_bf16"``,
         ``"full_disk"`` (memory only; the file holds ``storage["full"]``),
-        ``"boundary"``, ``"ckpt_chunk"`` and ``"ckpt_recursive"`` (the binomial
-        schedule with the requested count, else 20 checkpoints).
+        ``"boundary"`` (equations that allow it), ``"ckpt_chunk"`` and
+        ``"ckpt_recursive"`` (the binomial schedule with the requested count,
+        else 20 checkpoints).
     storage : dict
         Bytes of snapshots, strips or checkpoints per strategy.
     eager : EagerMemoryEstimate or None
@@ -493,10 +506,13 @@ def memory_estimate(engine: Stepper, s: MemorySettings) -> MemoryEstimate:
         "full": peak_bytes(engine, "full", interval=k),
         "full_bf16": peak_bytes(engine, "full", interval=k, compression="bf16"),
         "full_disk": peak_bytes(engine, "full", interval=k, storage="disk"),
-        "boundary": peak_bytes(engine, "boundary"),
-        "ckpt_chunk": peak_bytes(engine, "ckpt-chunk", interval=k, checkpoints=chunks),
-        "ckpt_recursive": peak_bytes(engine, "ckpt-recursive", interval=k, checkpoints=count),
     }
+    if engine.reversible:
+        strategies["boundary"] = peak_bytes(engine, "boundary")
+    strategies["ckpt_chunk"] = peak_bytes(engine, "ckpt-chunk", interval=k, checkpoints=chunks)
+    strategies["ckpt_recursive"] = peak_bytes(
+        engine, "ckpt-recursive", interval=k, checkpoints=count
+    )
     storage = estimate(engine, s)
     storage["ckpt_recursive"] = ckpt_bytes(engine, count, "recursive", k)
     storage["ckpt_chunk"] = ckpt_bytes(engine, chunks, "chunk", k)
