@@ -201,6 +201,11 @@ class CompiledAcoustic:
 
     name = "acoustic"
     reversible = True
+    # Temporal blocking's facts (sweep._blocking): a forward step streams u,
+    # u_prev and v^2 dt^2, counted at float32 as the thresholds were tuned, in
+    # one sweep over the grid.
+    blocking_cell_bytes = 12
+    stages = 1
 
     def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0) -> None:
         self.geom = geom
@@ -487,7 +492,9 @@ class CompiledAcoustic:
             out["rec_groups"] = self._rec_groups()
             out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
         if xp is np:
-            steps, group, tile = _blocking.time_blocking(g, self.n_threads or _max_threads())
+            steps, group, tile = _blocking.time_blocking(
+                g, self.n_threads or _max_threads(), cell_bytes=self.blocking_cell_bytes
+            )
             out["params"]["block_steps"] = steps
             out["params"]["block_group"] = group
             out["params"]["block_tile"] = tile
@@ -588,7 +595,11 @@ class CompiledAcoustic:
         tuner = None
         if self.xp is np and store is None and band_u is None:
             tuner = _blocking.tuner_for(
-                self.geom, self.dtype.name, self.n_threads or _max_threads()
+                self.geom,
+                self.dtype.name,
+                self.n_threads or _max_threads(),
+                cell_bytes=self.blocking_cell_bytes,
+                stages=self.stages,
             )
         out = {"receivers": receivers, "store": store, "store_every": store_every,
                "band_u": band_u, "band_w": band_w}  # fmt: skip
