@@ -18,6 +18,11 @@ so a large forward tunes itself the way FFT planners and autotuning stencil
 compilers do: its first steps run under each candidate in turn, timed, and
 the rest of the run, and later runs of the same size, use the fastest.  The
 trial steps are the run's own steps, so nothing is computed twice.
+
+Two facts about the equation come from its stepper: the bytes per cell one
+forward step streams (``cell_bytes``; the acoustic kernels count u, u_prev
+and v^2 dt^2 at float32, 12) and the sweeps over the grid per time step
+(``stages``; 1 for leapfrog).
 """
 
 from __future__ import annotations
@@ -59,25 +64,26 @@ def _override() -> Blocking | None:
     return config.get("time_blocking")  # also sweep.config(time_blocking=...)
 
 
-def worth_blocking(geom: Geometry) -> bool:
+def worth_blocking(geom: Geometry, *, cell_bytes: int) -> bool:
     """Return True when a forward step of ``geom`` is large enough to gain from blocking.
 
-    Steps whose fields fit in the caches gain nothing.
+    Steps whose fields (``cell_bytes`` per cell) fit in the caches gain nothing.
     """
-    step_bytes = geom.n_shots * geom.shot_stride * 12  # u, u_prev, v^2 dt^2 at float32
+    step_bytes = geom.n_shots * geom.shot_stride * cell_bytes
     return step_bytes >= _BLOCKING_MIN_BYTES
 
 
-def time_blocking(geom: Geometry, n_threads: int) -> Blocking:
+def time_blocking(geom: Geometry, n_threads: int, *, cell_bytes: int) -> Blocking:
     """Return the untuned blocking of the CPU forward: (steps, plane group, y tile).
 
     ``steps`` 1 is off.  ``SWEEP_TIME_BLOCKING="steps,group,tile"`` fixes the
     choice (and turns tuning off); see :class:`BlockingTuner` for the tuned one.
+    ``cell_bytes``: bytes per cell a forward step streams (the stepper's).
     """
     fixed = _override()
     if fixed is not None:
         return fixed
-    return DEFAULTS[geom.ndim] if worth_blocking(geom) else UNBLOCKED
+    return DEFAULTS[geom.ndim] if worth_blocking(geom, cell_bytes=cell_bytes) else UNBLOCKED
 
 
 class BlockingTuner:
@@ -151,9 +157,12 @@ class BlockingTuner:
         return {c: list(r) for c, r in self._rates.items()}
 
 
-def trial_steps(geom: Geometry) -> int:
-    """Return the steps of one trial: about TRIAL_CELLS cell updates, whole 8-step blocks."""
-    cells = geom.n_shots * geom.shot_stride
+def trial_steps(geom: Geometry, *, stages: int) -> int:
+    """Return the steps of one trial: about TRIAL_CELLS cell updates, whole 8-step blocks.
+
+    A time step updates every cell ``stages`` times.
+    """
+    cells = geom.n_shots * geom.shot_stride * stages
     steps = -(-TRIAL_CELLS // cells)
     return min(max(-(-steps // 8) * 8, 16), 256)
 
@@ -163,17 +172,26 @@ _TUNERS: dict[tuple, BlockingTuner] = {}
 _TUNERS_MAX = 64
 
 
-def tuner_for(geom: Geometry, dtype_name: str, n_threads: int) -> BlockingTuner | None:
-    """Return the tuner of this problem size, or None when the blocking is fixed or off."""
+def tuner_for(
+    geom: Geometry, dtype_name: str, n_threads: int, *, cell_bytes: int, stages: int
+) -> BlockingTuner | None:
+    """Return the tuner of this problem size, or None when the blocking is fixed or off.
+
+    ``cell_bytes`` and ``stages``: the stepper's facts (see the module docstring).
+    """
     # The kernels run a forward with a free surface unblocked: nothing to tune.
-    if not worth_blocking(geom) or any(geom.free_surface) or _override() is not None:
+    if (
+        not worth_blocking(geom, cell_bytes=cell_bytes)
+        or any(geom.free_surface)
+        or _override() is not None
+    ):
         return None
     key = (geom.ndim, geom.order, dtype_name, geom.n_shots, tuple(geom.padded_shape), n_threads)
     tuner = _TUNERS.get(key)
     if tuner is None:
         if len(_TUNERS) >= _TUNERS_MAX:
             _TUNERS.pop(next(iter(_TUNERS)))
-        steps = TRIAL_STEPS or trial_steps(geom)
+        steps = TRIAL_STEPS or trial_steps(geom, stages=stages)
         tuner = BlockingTuner(CANDIDATES[geom.ndim], DEFAULTS[geom.ndim], steps, TRIAL_ROUNDS)
         _TUNERS[key] = tuner
     return tuner

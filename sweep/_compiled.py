@@ -6,12 +6,13 @@ go to ``sweep._C``, CuPy arrays to ``sweep._cuda_backend``; both take the same
 parameter and pointer records (``sweep._params``), so this file is the one
 driver for both devices.
 
-The memory strategies (``sweep._memory``) see only this small interface:
+The memory strategies (``sweep._memory``) see it only through the stepper
+interface of :mod:`sweep._stepper` (:class:`~sweep._stepper.ReversibleStepper`):
 :meth:`CompiledAcoustic.forward_steps` / :meth:`CompiledAcoustic.adjoint_steps`
-on a :class:`FwdState` / :class:`AdjState`, state copies for checkpoints, and
-three facts about the equation: the snapshot a gradient step needs (``W`` of
-the model and CPML cells, :attr:`snapshot_shape`), the band of cells boundary saving
-keeps (:attr:`band_shape`), and the bytes of one full state.
+on a :class:`FwdState` / :class:`AdjState`, state copies for checkpoints, the
+sizes of what they keep (the snapshot a gradient step needs is ``W`` of the
+model and CPML cells), and the acoustic post-processing of the gradient
+(:meth:`CompiledAcoustic.finish_gradient`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from . import _blocking, _debug, _hostmem
 from ._config import config
 from ._grid import Geometry
 from ._params import ACOUSTIC_FIELDS
+from ._stepper import ReversibleState
 from ._xp import kernel_array
 
 # Kernel buffers by element type and layout (see _Fields.set); every other field
@@ -101,12 +103,16 @@ class _Fields:
 # state and the boundary-saving reconstruction run in one kernel call.
 _FWD_SLOT = 0  # u_prev, u, psi pairs, zeta: at most 11
 _ADJ_SLOT = 11  # mu_prev, mu, P pairs, Z pairs, gradient: at most 15
-RECON_SLOT = 27  # recon u^{t+1}, u^t
+_RECON_SLOT = 27  # recon u^{t+1}, u^t
 _V2DT2_SLOT = 29
 
 
-class FwdState:
-    """Forward wavefields at one time: u^{t-1}, u^t and the CPML memory variables."""
+class FwdState(ReversibleState):
+    """Forward wavefields at one time: u^{t-1}, u^t and the CPML memory variables.
+
+    Checkpoints (``save``, ``save_into``, ``load``) copy :meth:`parts`
+    (:class:`sweep._stepper.ForwardState`).
+    """
 
     def __init__(self, engine: CompiledAcoustic) -> None:
         slot = itertools.count(_FWD_SLOT)
@@ -144,29 +150,16 @@ class FwdState:
                 out.extend(field[sl] for sl in self._strips[ax])
         return out + self.parts()[2:]
 
-    def save(self) -> list[Any]:
-        """Return a checkpoint: copies of :meth:`parts`."""
-        return [a.copy() for a in self.parts()]
-
-    def save_into(self, saved: list[Any]) -> None:
-        """Overwrite an existing checkpoint with this state."""
-        for dst, src in zip(saved, self.parts(), strict=True):
-            dst[...] = src
-
-    def load(self, saved: list[Any]) -> None:
-        """Overwrite the state with a checkpoint."""
-        for dst, src in zip(self.parts(), saved, strict=True):
-            dst[...] = src
-
 
 class AdjState:
     """Adjoint wavefields and gradient accumulators.
 
     ``lam`` and ``lam_prev`` hold mu = v^2 dt^2 lambda, the variable the
     kernels carry (``cuda/acoustic_stencil.h``), so ``grad_v2dt2``
-    accumulates sum_t mu^{t+1} W^t per shot, which :func:`sweep._memory.backward`
-    divides by v^2 dt^2.  With boundary saving it also holds the forward
-    wavefield being run backwards.
+    accumulates sum_t mu^{t+1} W^t per shot, which
+    :meth:`CompiledAcoustic.finish_gradient` divides by v^2 dt^2.  With
+    boundary saving it also holds the forward wavefield being run backwards
+    (:meth:`CompiledAcoustic.start_reconstruction`).
     """
 
     def __init__(self, engine: CompiledAcoustic, *, model: bool, source: bool) -> None:
@@ -200,7 +193,19 @@ def _max_threads() -> int:
 
 
 class CompiledAcoustic:
-    """Runs the acoustic kernels on host (NumPy) or device (CuPy) arrays."""
+    """Runs the acoustic kernels on host (NumPy) or device (CuPy) arrays.
+
+    The acoustic :class:`sweep._stepper.ReversibleStepper`: leapfrog runs
+    backwards in time, so boundary saving applies.
+    """
+
+    name = "acoustic"
+    reversible = True
+    # Temporal blocking's facts (sweep._blocking): a forward step streams u,
+    # u_prev and v^2 dt^2, counted at float32 as the thresholds were tuned, in
+    # one sweep over the grid.
+    blocking_cell_bytes = 12
+    stages = 1
 
     def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0) -> None:
         self.geom = geom
@@ -224,6 +229,16 @@ class CompiledAcoustic:
             _cuda_backend.acoustic_run(*args)
 
     # -- facts the memory strategies use --------------------------------------
+    @property
+    def nt(self) -> int:
+        """Time steps of the run."""
+        return self.geom.nt
+
+    @property
+    def step_cells(self) -> int:
+        """Cell updates of one step over every shot, as the kernels lay them out."""
+        return self.geom.n_shots * self.geom.kernel_shot_stride
+
     @property
     def snapshot_shape(self) -> tuple[int, ...]:
         """Shape of one step's gradient snapshot: W of the model and CPML cells, every shot."""
@@ -281,6 +296,38 @@ class CompiledAcoustic:
         g = self.geom
         cells = 2 * g.kernel_shot_stride + 2 * self._strip_cells  # psi and zeta on the strips
         return g.n_shots * cells * self.dtype.itemsize
+
+    @property
+    def live_state_bytes(self) -> int:
+        """Bytes of one :class:`FwdState`: u^{t-1}, u^t, two psi and one zeta per axis."""
+        return (2 + 3 * self.geom.ndim) * self.field_bytes
+
+    @property
+    def model_gradient_bytes(self) -> int:
+        """Bytes of the per-shot gradient accumulator (``AdjState.grad_v2dt2``)."""
+        return self.field_bytes
+
+    @property
+    def reconstruction_bytes(self) -> int:
+        """Bytes of the reconstructed u^{t+1} and u^t (:meth:`start_reconstruction`)."""
+        return 2 * self.field_bytes
+
+    def working_bytes(self, *, gradient: bool) -> int:
+        """Arrays every run allocates besides the strategy's storage (for estimates).
+
+        Forward: its state (kept on the result), padded v^2 dt^2 and receivers.
+        Gradient: also the adjoint state, the per-shot gradient accumulator, the
+        source-amplitude gradient and the model-size outputs.
+        """
+        g = self.geom
+        item = self.dtype.itemsize
+        fields = 2 + 3 * g.ndim  # u_prev, u, psi x2 and zeta per axis
+        total = 3 * g.shot_stride * item  # v2dt2 and the padding temporaries
+        total += g.n_shots * g.n_rec * g.nt * item
+        if gradient:
+            fields += 4 + 4 * g.ndim  # lam x2, v^2 dt^2 lam, P x2 and Z x2 per axis, gradient
+            total += g.n_shots * g.n_src * g.nt * item + 4 * g.shot_stride * item
+        return total + fields * self.field_bytes
 
     # -- buffers ---------------------------------------------------------------
     def zeros(self, *shape: int, slot: int | None = None) -> Any:
@@ -378,10 +425,40 @@ class CompiledAcoustic:
         return kernel_array(x, self.dtype if dtype is None else dtype, name=name, xp=self.xp)
 
     def new_state(self) -> FwdState:
+        """Return zeroed forward wavefields (step 0)."""
         return FwdState(self)
 
     def new_adjoint(self, *, model: bool, source: bool) -> AdjState:
+        """Return zeroed adjoint wavefields and the gradient accumulators asked for."""
         return AdjState(self, model=model, source=source)
+
+    def new_receivers(self) -> Any:
+        """Return zeroed receiver traces (n_shots, n_rec, nt)."""
+        g = self.geom
+        return self.zeros(g.n_shots, g.n_rec, g.nt)
+
+    def start_reconstruction(self, adj: AdjState, final: FwdState) -> None:
+        """Run the forward wavefield backwards alongside ``adj``, from u^{nt} and u^{nt-1}."""
+        adj.recon_next = self.copy_field(final.u, _RECON_SLOT)  # u^{nt}
+        adj.recon = self.copy_field(final.u_prev, _RECON_SLOT + 1)  # u^{nt-1}
+
+    def finish_gradient(self, adj: AdjState, v2dt2: Any) -> Any:
+        """Return the gradient with respect to the padded v^2 dt^2, summed over shots.
+
+        The kernels accumulate sum mu W with mu = v^2 dt^2 lambda; cells with
+        v^2 dt^2 = 0 (halo, free-surface rows) take no part and get zero.
+        """
+        xp = self.xp
+        live = v2dt2 > 0
+        grad = adj.grad_v2dt2.sum(axis=0)
+        return xp.where(live, grad / xp.where(live, v2dt2, 1), 0).astype(grad.dtype)
+
+    def source_gradient(self, adj: AdjState) -> Any:
+        """Return the gradient with respect to the source amplitudes (zeros without sources)."""
+        if adj.grad_src is not None:
+            return adj.grad_src
+        g = self.geom
+        return self.zeros(g.n_shots, g.n_src, g.nt)
 
     @functools.cached_property
     def _constants(self) -> dict[str, Any]:
@@ -415,7 +492,9 @@ class CompiledAcoustic:
             out["rec_groups"] = self._rec_groups()
             out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
         if xp is np:
-            steps, group, tile = _blocking.time_blocking(g, self.n_threads or _max_threads())
+            steps, group, tile = _blocking.time_blocking(
+                g, self.n_threads or _max_threads(), cell_bytes=self.blocking_cell_bytes
+            )
             out["params"]["block_steps"] = steps
             out["params"]["block_group"] = group
             out["params"]["block_tile"] = tile
@@ -516,7 +595,11 @@ class CompiledAcoustic:
         tuner = None
         if self.xp is np and store is None and band_u is None:
             tuner = _blocking.tuner_for(
-                self.geom, self.dtype.name, self.n_threads or _max_threads()
+                self.geom,
+                self.dtype.name,
+                self.n_threads or _max_threads(),
+                cell_bytes=self.blocking_cell_bytes,
+                stages=self.stages,
             )
         out = {"receivers": receivers, "store": store, "store_every": store_every,
                "band_u": band_u, "band_w": band_w}  # fmt: skip
@@ -660,20 +743,3 @@ class CompiledAcoustic:
             if recon:
                 adj.recon_next, adj.recon = adj.recon, adj.recon_next
         self._check_finite(adj.lam, "adjoint", t_end - 1, t_end - n)
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def progress_bar(enabled: bool, total: int, desc: str) -> Any:
-    """Return a tqdm bar, or a do-nothing stand-in when ``enabled`` is false."""
-    if not enabled:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="step")

@@ -14,9 +14,10 @@ produced (for the acoustic equation ``W^t``, the factor multiplying
     the model during the adjoint pass.  Leapfrog is time-reversible, so this
     recomputes what full storage would have stored, up to round-off.  The
     damped CPML is not: its state is saved every few steps (the strips of
-    :meth:`FwdState.outer_parts`) and each segment is replayed forward in the
-    adjoint pass with the band's saved ``u`` as its inner boundary, which
-    gives the CPML cells' ``W`` bitwise as the forward pass had it.
+    :meth:`~sweep._stepper.ReversibleState.outer_parts`) and each segment is
+    replayed forward in the adjoint pass with the band's saved ``u`` as its
+    inner boundary, which gives the CPML cells' ``W`` bitwise as the forward
+    pass had it.  Only equations whose stepper is reversible allow it.
 ``ckpt-chunk`` / ``ckpt-recursive``
     Keep whole forward states at a few times and replay the forward pass from
     them: evenly spaced chunks, or the binomial (Revolve) schedule of
@@ -24,10 +25,11 @@ produced (for the acoustic equation ``W^t``, the factor multiplying
     are bitwise those of full storage.
 
 Strategies see the equation only through the stepper interface of
-:class:`sweep._compiled.CompiledAcoustic` (``forward_steps``,
-``adjoint_steps``, state copies, ``snapshot_shape``, ``band_shape``,
-``state_bytes``).  :func:`plan` turns the user's options into a
-:class:`MemoryPlan`; :func:`estimate` reports bytes per strategy.
+:mod:`sweep._stepper` (``forward_steps``, ``adjoint_steps``, state copies,
+sizes such as ``snapshot_shape`` and ``state_bytes``, and the stepper's own
+gradient finisher); :class:`sweep._compiled.CompiledAcoustic` is the acoustic
+stepper.  :func:`plan` turns the user's options into a :class:`MemoryPlan`;
+:func:`estimate` reports bytes per strategy.
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from typing import Any
 import numpy as np
 
 from . import _debug, _revolve
-from ._compiled import RECON_SLOT, AdjState, CompiledAcoustic, FwdState, progress_bar
 from ._config import config
+from ._memory_options import CKPT_DEFAULT_CHUNKS, MemoryOptions
+from ._stepper import AdjointState, ForwardState, ReversibleStepper, Stepper
 from ._storage import SnapshotStore
 
 log = logging.getLogger("sweep")
@@ -96,7 +99,7 @@ class MemoryPlan:
 class MemorySettings:
     """The memory keywords of a propagator call, validated."""
 
-    memory: Any = None  # MemoryOptions or None
+    memory: MemoryOptions | None = None
     storage_mode: str = "auto"
     storage_compression: str | None = None
     interval: int = 1
@@ -113,8 +116,6 @@ def check_settings(
     storage_bytes_limit_host: Any,
 ) -> MemorySettings:
     """Validate the memory keywords of ``sweep.acoustic`` (before any compute)."""
-    from .propagator.options import MemoryOptions
-
     if memory is not None and not isinstance(memory, MemoryOptions):
         raise TypeError(
             "memory must be a sweep.propagator.options.MemoryOptions or None, got "
@@ -228,27 +229,27 @@ def _n_stored(nt: int, k: int) -> int:
     return -(-nt // k)
 
 
-def full_bytes(engine: CompiledAcoustic, interval: int, compression: str | None) -> int:
+def full_bytes(engine: Stepper, interval: int, compression: str | None) -> int:
     return SnapshotStore.bytes_needed(
-        _n_stored(engine.geom.nt, interval), engine.snapshot_shape, engine.dtype, compression
+        _n_stored(engine.nt, interval), engine.snapshot_shape, engine.dtype, compression
     )
 
 
-def replay_segment(engine: CompiledAcoustic) -> int:
+def replay_segment(engine: ReversibleStepper) -> int:
     """Return the steps per CPML replay segment of boundary saving.
 
     Segments of S steps keep nt / S saved CPML states and one buffer of S
     steps of outer-cell W; S = sqrt(nt * state / step) makes their sum least.
     """
-    nt = engine.geom.nt
+    nt = engine.nt
     step = math.prod(engine.outer_shape) * engine.dtype.itemsize
     s = round(math.sqrt(nt * engine.outer_state_bytes / max(step, 1)))
     return max(1, min(nt, s))
 
 
-def boundary_bytes(engine: CompiledAcoustic) -> int:
+def boundary_bytes(engine: ReversibleStepper) -> int:
     """Band strips of every step, the saved CPML states and one replay buffer."""
-    nt, seg = engine.geom.nt, replay_segment(engine)
+    nt, seg = engine.nt, replay_segment(engine)
     band = 2 * SnapshotStore.bytes_needed(nt, engine.band_shape, engine.dtype, None)
     replay = seg * math.prod(engine.outer_shape) * engine.dtype.itemsize
     return band + -(-nt // seg) * engine.outer_state_bytes + replay
@@ -259,7 +260,7 @@ def _chunk_bounds(nt: int, chunks: int) -> list[int]:
     return [round(i * nt / n) for i in range(n + 1)]
 
 
-def chunk_count(engine: CompiledAcoustic, requested: int, interval: int) -> int:
+def chunk_count(engine: Stepper, requested: int, interval: int) -> int:
     """Chunks chunked checkpointing uses: ``requested``, or fewer when fewer need less memory.
 
     c chunks keep c states and one chunk's snapshots (about n_stored / c);
@@ -267,13 +268,13 @@ def chunk_count(engine: CompiledAcoustic, requested: int, interval: int) -> int:
     chunks only add states (the replay costs one forward pass whatever c).
     """
     snap = SnapshotStore.bytes_needed(1, engine.snapshot_shape, engine.dtype, None)
-    best = math.sqrt(_n_stored(engine.geom.nt, interval) * snap / max(engine.state_bytes, 1))
-    return max(1, min(requested, math.ceil(best), engine.geom.nt))
+    best = math.sqrt(_n_stored(engine.nt, interval) * snap / max(engine.state_bytes, 1))
+    return max(1, min(requested, math.ceil(best), engine.nt))
 
 
-def ckpt_bytes(engine: CompiledAcoustic, n: int, mode: str, interval: int) -> int:
+def ckpt_bytes(engine: Stepper, n: int, mode: str, interval: int) -> int:
     """Checkpoint states plus the replay snapshots they need (``n`` chunks or slots)."""
-    nt = engine.geom.nt
+    nt = engine.nt
     snap = SnapshotStore.bytes_needed(1, engine.snapshot_shape, engine.dtype, None)
     if mode == "chunk":
         b = _chunk_bounds(nt, chunk_count(engine, n, interval))
@@ -282,33 +283,15 @@ def ckpt_bytes(engine: CompiledAcoustic, n: int, mode: str, interval: int) -> in
     return min(n, nt + 1) * engine.state_bytes + snap
 
 
-def working_bytes(engine: CompiledAcoustic, *, gradient: bool) -> int:
-    """Arrays every run allocates besides the strategy's storage (for estimates).
-
-    Forward: its state (kept on the result), padded v^2 dt^2 and receivers.
-    Gradient: also the adjoint state, the per-shot gradient accumulator, the
-    source-amplitude gradient and the model-size outputs.
-    """
-    g = engine.geom
-    item = engine.dtype.itemsize
-    fields = 2 + 3 * g.ndim  # u_prev, u, psi x2 and zeta per axis
-    total = 3 * g.shot_stride * item  # v2dt2 and the padding temporaries
-    total += g.n_shots * g.n_rec * g.nt * item
-    if gradient:
-        fields += 4 + 4 * g.ndim  # lam x2, v^2 dt^2 lam, P x2 and Z x2 per axis, gradient
-        total += g.n_shots * g.n_src * g.nt * item + 4 * g.shot_stride * item
-    return total + fields * engine.field_bytes
-
-
-def peak_bytes(engine: CompiledAcoustic, strategy: str, *, interval: int = 1,
+def peak_bytes(engine: Stepper, strategy: str, *, interval: int = 1,
                compression: str | None = None, storage: str = "device",
                checkpoints: int = 0) -> int:  # fmt: skip
     """Estimated peak bytes of a forward + adjoint run with one strategy."""
-    base = working_bytes(engine, gradient=strategy != "forward")
+    base = engine.working_bytes(gradient=strategy != "forward")
     if strategy == "forward":
         return base
     if strategy == "none":
-        return base - engine.field_bytes
+        return base - engine.model_gradient_bytes
     if strategy == "full":
         nbytes = full_bytes(engine, interval, compression)
         if storage != "disk" and compression is None:
@@ -324,25 +307,27 @@ def peak_bytes(engine: CompiledAcoustic, strategy: str, *, interval: int = 1,
         extra = int(factor * chunk)
         return base + extra + (0 if storage == "disk" else nbytes)
     if strategy == "boundary":
-        # The reconstructed u^{t+1}, u^t and the replay's state.
-        replay_state = (2 + 3 * engine.geom.ndim) * engine.field_bytes
-        return base + boundary_bytes(engine) + 2 * engine.field_bytes + replay_state
-    live = (2 + 3 * engine.geom.ndim) * engine.field_bytes
+        # The reconstruction in the adjoint state and the replay's state.
+        replay_state = engine.live_state_bytes
+        return base + boundary_bytes(engine) + engine.reconstruction_bytes + replay_state
+    live = engine.live_state_bytes
     mode = "chunk" if strategy == "ckpt-chunk" else "recursive"
     return base + ckpt_bytes(engine, checkpoints, mode, interval) + live
 
 
-def estimate(engine: CompiledAcoustic, s: MemorySettings) -> dict[str, int]:
-    """Bytes of storage per strategy (without the common working set)."""
-    from .propagator.options import CKPT_DEFAULT_CHUNKS
+def estimate(engine: Stepper, s: MemorySettings) -> dict[str, int]:
+    """Bytes of storage per strategy (without the common working set).
 
+    ``"boundary"`` only for a reversible stepper.
+    """
     k = s.interval
     out = {
         "full": full_bytes(engine, k, None),
         "full_bf16": full_bytes(engine, k, "bf16"),
-        "boundary": boundary_bytes(engine),
-        "ckpt_chunk": ckpt_bytes(engine, CKPT_DEFAULT_CHUNKS, "chunk", k),
     }
+    if engine.reversible:
+        out["boundary"] = boundary_bytes(engine)
+    out["ckpt_chunk"] = ckpt_bytes(engine, CKPT_DEFAULT_CHUNKS, "chunk", k)
     if s.memory is not None and s.memory.ckpt is not None:
         ck = s.memory.ckpt
         n = ck.chunks if ck.mode == "chunk" else ck.count
@@ -350,7 +335,7 @@ def estimate(engine: CompiledAcoustic, s: MemorySettings) -> dict[str, int]:
     return out
 
 
-def plan_peak(engine: CompiledAcoustic, p: MemoryPlan) -> int:
+def plan_peak(engine: Stepper, p: MemoryPlan) -> int:
     """Estimated peak bytes of a forward + adjoint run under plan ``p``."""
     return peak_bytes(
         engine,
@@ -363,7 +348,7 @@ def plan_peak(engine: CompiledAcoustic, p: MemoryPlan) -> int:
 
 
 # -- planning ------------------------------------------------------------------------
-def _full_mode(engine: CompiledAcoustic, s: MemorySettings, nbytes: int) -> tuple[str, str]:
+def _full_mode(engine: Stepper, s: MemorySettings, nbytes: int) -> tuple[str, str]:
     device, host = default_limits(engine.xp, s)
     if engine.xp is np:
         if nbytes <= host:
@@ -376,7 +361,7 @@ def _full_mode(engine: CompiledAcoustic, s: MemorySettings, nbytes: int) -> tupl
     return "disk", f"{nbytes} B exceed the device ({device} B) and host ({host} B) budgets"
 
 
-def plan(engine: CompiledAcoustic, s: MemorySettings) -> MemoryPlan:
+def plan(engine: Stepper, s: MemorySettings) -> MemoryPlan:
     """Choose what the forward pass keeps for the adjoint pass."""
     mem = s.memory
     estimates = estimate(engine, s)
@@ -391,6 +376,13 @@ def plan(engine: CompiledAcoustic, s: MemorySettings) -> MemoryPlan:
     ):
         strategy = "auto"
     if strategy == "boundary":
+        if not engine.reversible:
+            raise ValueError(
+                f"MemoryOptions(strategy='boundary') needs an equation whose forward pass "
+                f"runs backwards in time, and the {engine.name} equation's does not; use "
+                "checkpointing (MemoryOptions(strategy='ckpt', ckpt=CkptOptions(...))) or "
+                "full storage (memory=None or MemoryOptions())"
+            )
         b = mem.boundary
         storage = {"gpu": "device", "cpu": "cpu", "disk": "disk"}[b.storage]
         return MemoryPlan(
@@ -431,31 +423,32 @@ def plan(engine: CompiledAcoustic, s: MemorySettings) -> MemoryPlan:
     )
 
 
-def _auto(engine: CompiledAcoustic, s: MemorySettings, estimates: dict[str, int]) -> MemoryPlan:
+def _auto(engine: Stepper, s: MemorySettings, estimates: dict[str, int]) -> MemoryPlan:
     """Pick the fastest strategy that fits the byte budgets.
 
-    In order: full storage in memory, boundary saving, full storage in host
-    memory (CuPy arrays), binomial checkpointing, full storage on disk.
+    In order: full storage in memory, boundary saving (reversible steppers),
+    full storage in host memory (CuPy arrays), binomial checkpointing, full
+    storage on disk.
     """
     device, host = default_limits(engine.xp, s)
-    full, bnd = estimates["full"], estimates["boundary"]
+    full, bnd = estimates["full"], estimates.get("boundary")
     where = "host" if engine.xp is np else "device"
     if full <= device:
         why = f"full storage ({full} B) fits the {where} budget of {device} B"
         return MemoryPlan("full", "device", storage_bytes=full, estimates=estimates, reason=why)
-    if bnd <= device:
+    if bnd is not None and bnd <= device:
         why = f"full storage ({full} B) exceeds {device} B; boundary saving ({bnd} B) fits"
         return MemoryPlan("boundary", "device", storage_bytes=bnd, estimates=estimates, reason=why)
     if engine.xp is not np and full <= host:
         why = f"full storage ({full} B) exceeds the device budget but fits the host's {host} B"
         return MemoryPlan("full", "cpu", storage_bytes=full, estimates=estimates, reason=why)
-    count = min(engine.geom.nt + 1, device // max(engine.state_bytes, 1) - 2)
+    count = min(engine.nt + 1, device // max(engine.state_bytes, 1) - 2)
     if count >= 2:
         nbytes = ckpt_bytes(engine, count, "recursive", 1)
-        why = (
-            f"full storage ({full} B) and boundary saving ({bnd} B) exceed {device} B; "
-            f"{count} checkpoints fit"
-        )
+        stored = f"full storage ({full} B) exceeds"
+        if bnd is not None:
+            stored = f"full storage ({full} B) and boundary saving ({bnd} B) exceed"
+        why = f"{stored} {device} B; {count} checkpoints fit"
         return MemoryPlan(
             "ckpt-recursive",
             "device",
@@ -483,8 +476,9 @@ class MemoryEstimate:
     strategies : dict
         Estimated peak bytes per strategy: ``"full"``, ``"full_bf16"``,
         ``"full_disk"`` (memory only; the file holds ``storage["full"]``),
-        ``"boundary"``, ``"ckpt_chunk"`` and ``"ckpt_recursive"`` (the binomial
-        schedule with the requested count, else 20 checkpoints).
+        ``"boundary"`` (equations that allow it), ``"ckpt_chunk"`` and
+        ``"ckpt_recursive"`` (the binomial schedule with the requested count,
+        else 20 checkpoints).
     storage : dict
         Bytes of snapshots, strips or checkpoints per strategy.
     eager : EagerMemoryEstimate or None
@@ -501,10 +495,8 @@ class MemoryEstimate:
     eager: Any = None
 
 
-def memory_estimate(engine: CompiledAcoustic, s: MemorySettings) -> MemoryEstimate:
+def memory_estimate(engine: Stepper, s: MemorySettings) -> MemoryEstimate:
     """Estimate peak bytes of every strategy for one call."""
-    from .propagator.options import CKPT_DEFAULT_CHUNKS
-
     p = plan(engine, s)
     k = s.interval
     ck = s.memory.ckpt if s.memory is not None else None
@@ -514,10 +506,13 @@ def memory_estimate(engine: CompiledAcoustic, s: MemorySettings) -> MemoryEstima
         "full": peak_bytes(engine, "full", interval=k),
         "full_bf16": peak_bytes(engine, "full", interval=k, compression="bf16"),
         "full_disk": peak_bytes(engine, "full", interval=k, storage="disk"),
-        "boundary": peak_bytes(engine, "boundary"),
-        "ckpt_chunk": peak_bytes(engine, "ckpt-chunk", interval=k, checkpoints=chunks),
-        "ckpt_recursive": peak_bytes(engine, "ckpt-recursive", interval=k, checkpoints=count),
     }
+    if engine.reversible:
+        strategies["boundary"] = peak_bytes(engine, "boundary")
+    strategies["ckpt_chunk"] = peak_bytes(engine, "ckpt-chunk", interval=k, checkpoints=chunks)
+    strategies["ckpt_recursive"] = peak_bytes(
+        engine, "ckpt-recursive", interval=k, checkpoints=count
+    )
     storage = estimate(engine, s)
     storage["ckpt_recursive"] = ckpt_bytes(engine, count, "recursive", k)
     storage["ckpt_chunk"] = ckpt_bytes(engine, chunks, "chunk", k)
@@ -536,9 +531,9 @@ class Tape:
     """What the adjoint pass needs from the forward pass."""
 
     plan: MemoryPlan
-    v2dt2: Any
+    coeffs: Any
     amp: Any
-    final: FwdState
+    final: ForwardState
     stores: list[SnapshotStore] = field(default_factory=list)
     states: list[Any] = field(default_factory=list)  # checkpoints
     actions: list[tuple] = field(default_factory=list)
@@ -561,10 +556,9 @@ _CALL_CELLS = 30_000_000
 _CALL_MIN_STEPS = 16
 
 
-def call_steps(engine: CompiledAcoustic, align: int = 1) -> int:
+def call_steps(engine: Stepper, align: int = 1) -> int:
     """Most steps one compiled call runs (a multiple of ``align``)."""
-    g = engine.geom
-    steps = max(_CALL_MIN_STEPS, _CALL_CELLS // max(g.n_shots * g.kernel_shot_stride, 1))
+    steps = max(_CALL_MIN_STEPS, _CALL_CELLS // max(engine.step_cells, 1))
     return max(align, steps // align * align)
 
 
@@ -605,21 +599,38 @@ def _io_chunks(
     return bounds
 
 
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(enabled: bool, total: int, desc: str) -> Any:
+    """Return a tqdm bar, or a do-nothing stand-in when ``enabled`` is false."""
+    if not enabled:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="step")
+
+
 @dataclass
 class _Fwd:
     """What a strategy's forward driver works with."""
 
-    engine: CompiledAcoustic
-    v2dt2: Any
+    engine: Stepper
+    coeffs: Any
     amp: Any
-    state: FwdState
+    state: ForwardState
     receivers: Any
     tape: Tape
     bar: Any
     progress: bool
 
     def parts(self) -> tuple:
-        return (self.engine, self.v2dt2, self.amp, self.state, self.receivers, self.tape,
+        return (self.engine, self.coeffs, self.amp, self.state, self.receivers, self.tape,
                 self.bar, self.progress)  # fmt: skip
 
 
@@ -627,9 +638,9 @@ class _Fwd:
 class _Bwd:
     """What a strategy's adjoint driver works with."""
 
-    engine: CompiledAcoustic
+    engine: Stepper
     tape: Tape
-    adj: AdjState
+    adj: AdjointState
     grad_rec: Any
     bar: Any
     progress: bool
@@ -639,15 +650,19 @@ class _Bwd:
 
 
 def forward(
-    engine: CompiledAcoustic, v2dt2: Any, amp: Any, plan_: MemoryPlan | None, progress: bool
-) -> tuple[Any, FwdState, Tape | None]:
-    """Run the forward pass; keep what ``plan_`` says for the adjoint pass."""
-    g = engine.geom
-    receivers = engine.zeros(g.n_shots, g.n_rec, g.nt)
+    engine: Stepper, coeffs: Any, amp: Any, plan_: MemoryPlan | None, progress: bool
+) -> tuple[Any, ForwardState, Tape | None]:
+    """Run the forward pass; keep what ``plan_`` says for the adjoint pass.
+
+    ``coeffs`` and ``amp`` are the model and the source amplitudes in the
+    stepper's layout (see :mod:`sweep._stepper`).  Returns the receiver
+    traces, the final state and the tape (None without ``plan_``).
+    """
+    receivers = engine.new_receivers()
     state = engine.new_state()
-    bar = progress_bar(progress, g.nt, "sweep forward")
-    tape = None if plan_ is None else Tape(plan_, v2dt2, amp, state)
-    run = _Fwd(engine, v2dt2, amp, state, receivers, tape, bar, progress)
+    bar = progress_bar(progress, engine.nt, "sweep forward")
+    tape = None if plan_ is None else Tape(plan_, coeffs, amp, state)
+    run = _Fwd(engine, coeffs, amp, state, receivers, tape, bar, progress)
     try:
         _DRIVERS["none" if plan_ is None else plan_.strategy][0](run)
     except BaseException:
@@ -662,7 +677,7 @@ def forward(
 
 
 def backward(
-    engine: CompiledAcoustic,
+    engine: Stepper,
     tape: Tape,
     grad_rec: Any,
     *,
@@ -672,17 +687,17 @@ def backward(
 ) -> tuple[Any, Any]:
     """Run the adjoint pass.
 
-    Returns the gradient with respect to the padded ``v^2 dt^2`` (summed over
-    shots) and with respect to the source amplitudes, each None when not
-    requested.
+    Returns the model gradient (:meth:`~sweep._stepper.Stepper.finish_gradient`;
+    for the acoustic stepper with respect to the padded ``v^2 dt^2``, summed
+    over shots) and the gradient with respect to the source amplitudes, each
+    None when not requested.
     """
-    g = engine.geom
     plan_ = tape.plan
     if _debug.enabled():
         _debug.check_residual(grad_rec)
     model = model and plan_.strategy != "none"
     adj = engine.new_adjoint(model=model, source=source)
-    bar = progress_bar(progress, g.nt, "sweep adjoint")
+    bar = progress_bar(progress, engine.nt, "sweep adjoint")
     brun = _Bwd(engine, tape, adj, grad_rec, bar, progress)
     try:
         _DRIVERS[plan_.strategy if model else "none"][1](brun)
@@ -693,21 +708,15 @@ def backward(
         raise
     finally:
         bar.close()
-    grad_v = None
-    if adj.grad_v2dt2 is not None:
-        # The kernels accumulate sum mu W with mu = v^2 dt^2 lambda; cells with
-        # v^2 dt^2 = 0 (halo, free-surface rows) take no part and get zero.
-        xp = engine.xp
-        v2dt2 = tape.v2dt2
-        live = v2dt2 > 0
-        grad_v = adj.grad_v2dt2.sum(axis=0)
-        grad_v = xp.where(live, grad_v / xp.where(live, v2dt2, 1), 0).astype(grad_v.dtype)
+    grad_model = None
+    if model:
+        grad_model = engine.finish_gradient(adj, tape.coeffs)
         if plan_.interval > 1:
-            grad_v *= plan_.interval
-    grad_src = adj.grad_src
-    if source and grad_src is None:
-        grad_src = engine.zeros(g.n_shots, g.n_src, g.nt)
-    return grad_v, grad_src
+            # Every k-th step stands for k steps.
+            for part in grad_model if isinstance(grad_model, tuple) else (grad_model,):
+                part *= plan_.interval
+    grad_src = engine.source_gradient(adj) if source else None
+    return grad_model, grad_src
 
 
 class _Window:
@@ -718,7 +727,7 @@ class _Window:
     store for reading and handed back with ``put`` after writing.
     """
 
-    def __init__(self, engine: CompiledAcoustic, store: SnapshotStore) -> None:
+    def __init__(self, engine: Stepper, store: SnapshotStore) -> None:
         self.engine, self.store, self.scratch = engine, store, None
 
     def _scratch(self, n: int) -> Any:
@@ -736,10 +745,10 @@ class _Window:
 
 
 def _store_bounds(
-    engine: CompiledAcoustic, store: SnapshotStore, progress: bool, align: int = 1
+    engine: Stepper, store: SnapshotStore, progress: bool, align: int = 1
 ) -> list[int]:
     """Chunk boundaries: progress chunks for in-place stores, bounded ones when staged."""
-    nt, max_steps = engine.geom.nt, call_steps(engine, align)
+    nt, max_steps = engine.nt, call_steps(engine, align)
     if store.direct(0, 0) is not None:
         return _progress_chunks(nt, progress, max_steps)
     step_bytes = math.prod(store.item_shape) * store.dtype.itemsize
@@ -748,27 +757,27 @@ def _store_bounds(
 
 # no storage (forward only, or no model gradient) --------------------------------------
 def _forward_plain(run: _Fwd) -> None:
-    engine, v2dt2, amp, state, receivers, _, bar, progress = run.parts()
-    for t0, t1 in pairwise(_progress_chunks(engine.geom.nt, progress, call_steps(engine))):
-        engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
+    engine, coeffs, amp, state, receivers, _, bar, progress = run.parts()
+    for t0, t1 in pairwise(_progress_chunks(engine.nt, progress, call_steps(engine))):
+        engine.forward_steps(state, coeffs, amp, t0, t1 - t0, receivers=receivers)
         bar.update(t1 - t0)
 
 
 def _backward_plain(run: _Bwd) -> None:
     engine, tape, adj, grad_rec, bar, progress = run.parts()
-    chunks = pairwise(_progress_chunks(engine.geom.nt, progress, call_steps(engine)))
+    chunks = pairwise(_progress_chunks(engine.nt, progress, call_steps(engine)))
     for t0, t1 in reversed(list(chunks)):
-        engine.adjoint_steps(adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0)
+        engine.adjoint_steps(adj, tape.coeffs, tape.amp, grad_rec, t1, t1 - t0)
         bar.update(t1 - t0)
 
 
 # full storage -------------------------------------------------------------------------
 def _forward_full(run: _Fwd) -> None:
-    engine, v2dt2, amp, state, receivers, tape, bar, progress = run.parts()
-    g, plan_ = engine.geom, tape.plan
+    engine, coeffs, amp, state, receivers, tape, bar, progress = run.parts()
+    plan_ = tape.plan
     k = plan_.interval
     store = SnapshotStore(
-        _n_stored(g.nt, k),
+        _n_stored(engine.nt, k),
         engine.snapshot_shape,
         engine.dtype,
         mode=plan_.storage,
@@ -782,7 +791,7 @@ def _forward_full(run: _Fwd) -> None:
         s0, s1 = _n_stored(t0, k), _n_stored(t1, k)
         buf = window.for_writing(s0, s1 - s0)
         engine.forward_steps(
-            state, v2dt2, amp, t0, t1 - t0, receivers=receivers, store=buf, store_every=k
+            state, coeffs, amp, t0, t1 - t0, receivers=receivers, store=buf, store_every=k
         )
         store.put(s0, buf)
         bar.update(t1 - t0)
@@ -802,30 +811,30 @@ def _backward_full(run: _Bwd) -> None:
             p0, p1 = (_n_stored(t, k) for t in chunks[i + 1])
             store.prefetch(p0, p1 - p0)
         engine.adjoint_steps(
-            adj, tape.v2dt2, tape.amp, grad_rec, t1, t1 - t0, store=buf, store_every=k
+            adj, tape.coeffs, tape.amp, grad_rec, t1, t1 - t0, store=buf, store_every=k
         )
         bar.update(t1 - t0)
 
 
 # boundary saving ----------------------------------------------------------------------
 def _forward_boundary(run: _Fwd) -> None:
-    engine, v2dt2, amp, state, receivers, tape, bar, progress = run.parts()
-    g, plan_ = engine.geom, tape.plan
+    engine, coeffs, amp, state, receivers, tape, bar, progress = run.parts()
+    nt, plan_ = engine.nt, tape.plan  # plan() chose boundary saving: a ReversibleStepper
     bu, bw = (
-        SnapshotStore(g.nt, engine.band_shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
+        SnapshotStore(nt, engine.band_shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
         for _ in range(2)
     )
     tape.stores.extend((bu, bw))
     windows = _Window(engine, bu), _Window(engine, bw)
     seg = replay_segment(engine)
     bounds = _store_bounds(engine, bu, progress, align=max(1, plan_.transfer_interval))
-    bounds = sorted(set(bounds) | set(range(0, g.nt, seg)))
+    bounds = sorted(set(bounds) | set(range(0, nt, seg)))
     for t0, t1 in pairwise(bounds):
-        if t0 % seg == 0:  # the CPML state a replay of this segment starts from
+        if t0 % seg == 0:  # the outer state a replay of this segment starts from
             tape.states.append([x.copy() for x in state.outer_parts()])
         n = t1 - t0
         u, w = (win.for_writing(t0, n) for win in windows)
-        engine.forward_steps(state, v2dt2, amp, t0, n, receivers=receivers, band_u=u, band_w=w)
+        engine.forward_steps(state, coeffs, amp, t0, n, receivers=receivers, band_u=u, band_w=w)
         bu.put(t0, u)
         bw.put(t0, w)
         bar.update(n)
@@ -834,29 +843,28 @@ def _forward_boundary(run: _Fwd) -> None:
 
 def _backward_boundary(run: _Bwd) -> None:
     engine, tape, adj, grad_rec, bar, _ = run.parts()
-    g = engine.geom
+    nt = engine.nt
     bu, bw = tape.stores
     win_u, win_w = _Window(engine, bu), _Window(engine, bw)
     win_replay = _Window(engine, bu)  # the band's u for the replay, read apart
-    adj.recon_next = engine.copy_field(tape.final.u, RECON_SLOT)  # u^{nt}
-    adj.recon = engine.copy_field(tape.final.u_prev, RECON_SLOT + 1)  # u^{nt-1}
+    engine.start_reconstruction(adj, tape.final)
     slot_bytes = math.prod(engine.band_shape) * engine.dtype.itemsize
     # backward() runs this driver only when the model gradient is wanted.
     seg = replay_segment(engine)
     replay_state = engine.new_state()
-    replay_w = engine.zeros(min(seg, g.nt), *engine.outer_shape)
+    replay_w = engine.zeros(min(seg, nt), *engine.outer_shape)
     replayed = -1
     for t0, t1 in reversed(tape.actions):
         n = t1 - t0
         s0 = t0 // seg * seg
         if s0 != replayed:
-            # W^t of the CPML cells for this segment: replay it from its saved state.
-            s1 = min(s0 + seg, g.nt)
+            # The outer cells' snapshots of this segment: replay it from its saved state.
+            s1 = min(s0 + seg, nt)
             for dst, src in zip(replay_state.outer_parts(), tape.states[s0 // seg], strict=True):
                 dst[...] = src
             tape.states[s0 // seg] = None
             band_u = win_replay.for_reading(s0, s1 - s0)
-            engine.replay_steps(replay_state, tape.v2dt2, s0, s1 - s0, band_u=band_u,
+            engine.replay_steps(replay_state, tape.coeffs, s0, s1 - s0, band_u=band_u,
                                 replay_w=replay_w[: s1 - s0])  # fmt: skip
             replayed = s0
         w = win_w.for_reading(t0, n)
@@ -867,7 +875,7 @@ def _backward_boundary(run: _Bwd) -> None:
         offset = -slot_bytes if t0 == 0 else 0
         engine.adjoint_steps(
             adj,
-            tape.v2dt2,
+            tape.coeffs,
             tape.amp,
             grad_rec,
             t1,
@@ -881,13 +889,13 @@ def _backward_boundary(run: _Bwd) -> None:
 
 # checkpointing -----------------------------------------------------------------------
 def _forward_chunks(run: _Fwd) -> None:
-    engine, v2dt2, amp, state, receivers, tape, bar, _ = run.parts()
-    g = engine.geom
-    bounds = _chunk_bounds(g.nt, chunk_count(engine, tape.plan.checkpoints, tape.plan.interval))
+    engine, coeffs, amp, state, receivers, tape, bar, _ = run.parts()
+    chunks = chunk_count(engine, tape.plan.checkpoints, tape.plan.interval)
+    bounds = _chunk_bounds(engine.nt, chunks)
     for t0, t1 in pairwise(bounds):
         tape.states.append(state.save())
         for a, b in _pieces(engine, t0, t1):
-            engine.forward_steps(state, v2dt2, amp, a, b - a, receivers=receivers)
+            engine.forward_steps(state, coeffs, amp, a, b - a, receivers=receivers)
             bar.update(b - a)
     tape.actions = list(pairwise(bounds))
 
@@ -906,15 +914,15 @@ def _backward_chunks(run: _Bwd) -> None:
         base = _n_stored(t0, k)
         for a, b in pieces:
             buf = store[_n_stored(a, k) - base : _n_stored(b, k) - base]
-            engine.forward_steps(live, tape.v2dt2, tape.amp, a, b - a, store=buf, store_every=k)
+            engine.forward_steps(live, tape.coeffs, tape.amp, a, b - a, store=buf, store_every=k)
         for a, b in reversed(pieces):
             buf = store[_n_stored(a, k) - base : _n_stored(b, k) - base]
-            engine.adjoint_steps(adj, tape.v2dt2, tape.amp, grad_rec, b, b - a, store=buf,
+            engine.adjoint_steps(adj, tape.coeffs, tape.amp, grad_rec, b, b - a, store=buf,
                                  store_every=k)  # fmt: skip
             bar.update(b - a)
 
 
-def _pieces(engine: CompiledAcoustic, t0: int, t1: int, align: int = 1) -> list[tuple[int, int]]:
+def _pieces(engine: Stepper, t0: int, t1: int, align: int = 1) -> list[tuple[int, int]]:
     """[t0, t1) in compiled calls of at most :func:`call_steps` steps.
 
     Inner bounds are multiples of ``align`` (the sampling interval), so every
@@ -925,7 +933,7 @@ def _pieces(engine: CompiledAcoustic, t0: int, t1: int, align: int = 1) -> list[
     return list(pairwise([t0, *inner, t1]))
 
 
-def _save(slots: list, i: int, state: FwdState) -> None:
+def _save(slots: list, i: int, state: ForwardState) -> None:
     if slots[i] is None:
         slots[i] = state.save()
     else:
@@ -938,10 +946,9 @@ def _forward_recursive(run: _Fwd) -> None:
     They advance from step 0 to the recording of the last step, which also
     produces the final state.
     """
-    engine, v2dt2, amp, state, receivers, tape, bar, _ = run.parts()
-    g = engine.geom
-    count = min(tape.plan.checkpoints, g.nt + 1)
-    actions = _revolve.schedule(g.nt, count)
+    engine, coeffs, amp, state, receivers, tape, bar, _ = run.parts()
+    count = min(tape.plan.checkpoints, engine.nt + 1)
+    actions = _revolve.schedule(engine.nt, count)
     slots: list[list[Any] | None] = [None] * count
     snap = engine.zeros(1, *engine.snapshot_shape)
     i = 0
@@ -955,12 +962,12 @@ def _forward_recursive(run: _Fwd) -> None:
             state.load(slots[act[1]])
         elif act[0] == "advance":
             for t0, t1 in _pieces(engine, act[1], act[2]):
-                engine.forward_steps(state, v2dt2, amp, t0, t1 - t0, receivers=receivers)
+                engine.forward_steps(state, coeffs, amp, t0, t1 - t0, receivers=receivers)
                 bar.update(t1 - t0)
         elif act[0] == "record":
             # The last step: its snapshot is the first the adjoint needs.
             engine.forward_steps(
-                state, v2dt2, amp, act[1], 1, receivers=receivers, store=snap, store_every=k
+                state, coeffs, amp, act[1], 1, receivers=receivers, store=snap, store_every=k
             )
             bar.update(1)
             break
@@ -980,14 +987,14 @@ def _backward_recursive(run: _Bwd) -> None:
         if kind == "adjoint":
             t = act[1]
             engine.adjoint_steps(
-                adj, tape.v2dt2, tape.amp, grad_rec, t + 1, 1, store=snap, store_every=k
+                adj, tape.coeffs, tape.amp, grad_rec, t + 1, 1, store=snap, store_every=k
             )
             bar.update(1)
         elif kind == "record":
-            engine.forward_steps(live, tape.v2dt2, tape.amp, act[1], 1, store=snap, store_every=k)
+            engine.forward_steps(live, tape.coeffs, tape.amp, act[1], 1, store=snap, store_every=k)
         elif kind == "advance":
             for t0, t1 in _pieces(engine, act[1], act[2]):
-                engine.forward_steps(live, tape.v2dt2, tape.amp, t0, t1 - t0)
+                engine.forward_steps(live, tape.coeffs, tape.amp, t0, t1 - t0)
         elif kind == "save":
             _save(slots, act[1], live)
         elif kind == "restore":

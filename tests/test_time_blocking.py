@@ -6,6 +6,7 @@ import pytest
 import sweep
 from sweep import _blocking
 from sweep._blocking import BlockingTuner, time_blocking
+from sweep._compiled import CompiledAcoustic
 from sweep._grid import Geometry
 from sweep.testing import random_problem
 
@@ -15,6 +16,10 @@ pytest.importorskip("sweep._C", reason="compiled kernels not built")
 # of several planes, tiles narrower than the skew allows (the kernel shortens
 # the block), a block longer than the run and the 3D default.
 BLOCKINGS = ["1,1,1", "2,1,5", "5,1,13", "4,3,7", "7,2,100", "3,5,4", "80,1,9", "8,1,64"]
+
+
+# The acoustic stepper's facts that temporal blocking sizes itself by.
+ACOUSTIC = {"cell_bytes": CompiledAcoustic.blocking_cell_bytes, "stages": CompiledAcoustic.stages}
 
 
 def _forward(problem, blocking, monkeypatch, **kwargs):
@@ -108,16 +113,19 @@ def _geometry(shape, n_shots=1):
 
 
 def test_blocking_choice(monkeypatch):
+    def choice(shape, n_shots=1):
+        return time_blocking(_geometry(shape, n_shots), 2, cell_bytes=ACOUSTIC["cell_bytes"])
+
     monkeypatch.delenv("SWEEP_TIME_BLOCKING", raising=False)
-    assert time_blocking(_geometry((40, 40, 40)), 2)[0] == 1
-    assert time_blocking(_geometry((160, 160, 160)), 2)[0] > 1
+    assert choice((40, 40, 40))[0] == 1
+    assert choice((160, 160, 160))[0] > 1
     # 2D steps fit in the cache: unblocked is as fast.
-    assert time_blocking(_geometry((300, 1000), n_shots=4), 2)[0] == 1
+    assert choice((300, 1000), n_shots=4)[0] == 1
     monkeypatch.setenv("SWEEP_TIME_BLOCKING", "3,2,9")
-    assert time_blocking(_geometry((40, 40, 40)), 2) == (3, 2, 9)
+    assert choice((40, 40, 40)) == (3, 2, 9)
     monkeypatch.setenv("SWEEP_TIME_BLOCKING", "fast")
     with pytest.raises(ValueError, match="SWEEP_TIME_BLOCKING"):
-        time_blocking(_geometry((40, 40, 40)), 2)
+        choice((40, 40, 40))
 
 
 def test_tuner_schedule_and_choice():
@@ -194,7 +202,7 @@ def test_fixed_blocking_turns_tuning_off(monkeypatch):
     monkeypatch.setattr(_blocking, "_TUNERS", {})
     geom = _geometry((160, 160, 160))
     monkeypatch.setenv("SWEEP_TIME_BLOCKING", "4,1,24")
-    assert _blocking.tuner_for(geom, "float32", 2) is None
+    assert _blocking.tuner_for(geom, "float32", 2, **ACOUSTIC) is None
     monkeypatch.setenv("SWEEP_TIME_BLOCKING", "auto")
-    assert _blocking.tuner_for(geom, "float32", 2) is not None
-    assert _blocking.tuner_for(_geometry((40, 40, 40)), "float32", 2) is None
+    assert _blocking.tuner_for(geom, "float32", 2, **ACOUSTIC) is not None
+    assert _blocking.tuner_for(_geometry((40, 40, 40)), "float32", 2, **ACOUSTIC) is None
