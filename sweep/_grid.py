@@ -208,10 +208,17 @@ class Geometry:
         return [(lo, hi - lo) for lo, hi in slabs]
 
     def plain_range(self, d: int) -> tuple[int, int]:
-        """Cells along axis ``d`` farther than a halo from any CPML cell."""
+        """Cells along axis ``d`` farther than a halo from any CPML cell.
+
+        Empty on a model narrower than a halo; it then starts at the high halo,
+        not beyond it: the kernels run a row's CPML segment up to the start of
+        its plain range, which must not pass the last updated cell (a
+        2-cell-wide model with a CPML on one x face only wrote two halo cells'
+        W past the end of each snapshot row).
+        """
         h, n_pad = self.halo, self.padded_shape[d]
         w_lo, w_hi = self.pml_width[2 * d], self.pml_width[2 * d + 1]
-        lo = h + w_lo + (h if w_lo else 0)
+        lo = min(h + w_lo + (h if w_lo else 0), n_pad - h)
         hi = n_pad - h - w_hi - (h if w_hi else 0)
         return lo, max(lo, hi)
 

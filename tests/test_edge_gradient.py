@@ -218,6 +218,26 @@ def test_boundary_replay_on_a_model_narrower_than_a_halo(n_shots):
     np.testing.assert_array_equal(full[cpml], bnd[cpml])
 
 
+@pytest.mark.parametrize("width", [1, 2, 3, 9])
+@pytest.mark.parametrize("order", [2, 8])
+def test_row_segments_stay_inside_the_updated_cells(width, order):
+    """The kernels run a row's low CPML segment from the halo to the plain range's start and
+    the high one from its end to the high halo.  On a model narrower than a halo with a CPML
+    on one x face only, the plain range started beyond the high halo: the adjoint's taps of
+    the CPML profile then read past its end (NaN gradients whenever that memory held NaN)."""
+    from sweep._grid import Geometry
+
+    for widths in [(3, 3, 20, 0), (3, 3, 0, 20), (3, 3, 20, 20), (0, 0, 0, 0)]:
+        geom = Geometry(
+            ndim=2, order=order, model_shape=(12, width), spacing=(5.0, 5.0), dt=1e-3, nt=4,
+            pml_width=widths, free_surface=(False,) * 4, pml_freq=20.0, v_max=2000.0,
+            src_loc=np.zeros((1, 0, 2), np.int64), rec_loc=np.zeros((1, 0, 2), np.int64),
+        )  # fmt: skip
+        for d in range(2):
+            lo, hi = geom.plain_range(d)
+            assert geom.halo <= lo <= hi <= geom.padded_shape[d] - geom.halo, (widths, d)
+
+
 def test_replay_rows_fill_exactly_their_entries():
     """Where plain ranges reach past the stored cells (a 1-cell-wide model, a CPML on one x face
     only), each row's outer cells must fill exactly its outer_idx entries.  Rows are dealt to
@@ -238,7 +258,8 @@ def test_replay_rows_fill_exactly_their_entries():
         storage_bytes_limit_host=None,
     )  # fmt: skip
     geom = call.geom
-    assert geom.plain_range(1)[0] > geom.padded_shape[1] - geom.halo  # the case under test
+    # The case under test: the plain range is empty, at the high halo.
+    assert geom.plain_range(1) == (geom.padded_shape[1] - geom.halo,) * 2
     n = 5
     band_u = None
     out = []
