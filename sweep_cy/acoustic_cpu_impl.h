@@ -9,6 +9,8 @@
  * written by one thread in a fixed order, so results do not depend on the
  * number of threads (bitwise).
  */
+#include "acoustic_cpu.h"
+
 #define SWEEP_STENCIL_KEEP_MACROS
 #include "acoustic_stencil.h"
 #include "acoustic_cpu_vec.h"
