@@ -11,6 +11,7 @@
  */
 #include "acoustic_cpu.h"
 
+#define SWEEP_EQ_PARAMS sweep_acoustic_params
 #define SWEEP_STENCIL_KEEP_MACROS
 #include "acoustic_stencil.h"
 #include "acoustic_cpu_vec.h"
