@@ -12,24 +12,12 @@
 #include "acoustic_cpu.h"
 
 #define SWEEP_EQ_PARAMS sweep_acoustic_params
+#define SWEEP_EQ_FIELDS sweep_acoustic_fields
 #define SWEEP_STENCIL_KEEP_MACROS
 #include "acoustic_stencil.h"
+#include "cpu_rows.h"
 #include "acoustic_cpu_vec.h"
 #include "acoustic_cpu_scalar.h"
-
-/* Pointers of one shot, per axis; unused axes stay NULL. */
-static inline void SWEEP_FN(shot_axes)(void *const *src, sweep_int off, SWEEP_R **dst) {
-  for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (SWEEP_R *)src[d] + off : NULL;
-}
-
-/* The CPML profiles a and b per axis, typed. */
-static inline void SWEEP_FN(pml_profiles)(const sweep_acoustic_fields *f, const SWEEP_R **pa,
-                                          const SWEEP_R **pb) {
-  for (int d = 0; d < 3; ++d) {
-    pa[d] = (const SWEEP_R *)f->pml_a[d];
-    pb[d] = (const SWEEP_R *)f->pml_b[d];
-  }
-}
 
 /* Rows of one stencil, x in [x0, x1), with a compile-time CPML axis mask;
  * W^n goes to wrow[x] when wrow is not NULL (full storage). */
@@ -85,60 +73,6 @@ static inline sweep_int SWEEP_FN(store_slot)(const sweep_acoustic_params *p, swe
   const sweep_int k = p->store_every > 0 ? p->store_every : 1;
   if (t % k) return -1;
   return t / k - (t0 + k - 1) / k;
-}
-
-/* Calls ROW(mask) with the outer-axis mask as a literal, so each CPML
- * combination is compiled (and vectorised) separately; z is bit 0, y bit 1
- * (x, bit 2, is added per row segment). */
-#if SWEEP_NDIM == 3
-#define SWEEP_MASK_SWITCH(mask, ROW) \
-  switch (mask) {                   \
-    case 0: ROW(0); break;          \
-    case 1: ROW(1); break;          \
-    case 2: ROW(2); break;          \
-    default: ROW(3); break;         \
-  }
-#else
-#define SWEEP_MASK_SWITCH(mask, ROW) \
-  if (mask) {                        \
-    ROW(2);                          \
-  } else {                           \
-    ROW(0);                          \
-  }
-#endif
-
-/* The x segments of a row (x-CPML, plain middle, x-CPML) through ROW(x0, x1,
- * mask), in memory order so the row streams through once: with both x-CPML
- * edges first and the middle after, the 3D benchmark took 3.86-3.93 s
- * instead of 3.24-3.34 s (benchmarks/README.md).  Needs p, h and x_end in
- * scope. */
-#define SWEEP_ROW_IN_ORDER(ROW, m, AHEAD)    \
-  ROW(h, p->plain_lo[2], (m) | 4);           \
-  AHEAD;                                     \
-  ROW(p->plain_lo[2], p->plain_hi[2], m);    \
-  ROW(p->plain_hi[2], x_end, (m) | 4)
-
-/* Prefetches the cells [x0, x1) of a row of f (when not NULL) into cache.
- * The row's high x-CPML segment reads its auxiliary fields where the row's
- * plain middle did not: the hardware prefetcher, following the middle's
- * streams, leaves them to miss (~9 % of the 3D forward's samples sat on the
- * first loads of that segment).  Issued before the middle, which hides them.
- * 3D only: the 2D forward (order 8) measured no gain (0.154-0.160 s without,
- * 0.163-0.169 with; within noise). */
-static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_cells)(const SWEEP_R *f,
-                                                                           sweep_int x0,
-                                                                           sweep_int x1) {
-  if (!f) return;
-  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
-  for (sweep_int x = x0; x < x1 + line; x += line) __builtin_prefetch(f + (x < x1 ? x : x1 - 1));
-}
-
-/* CPML mask of the outer axes (z, y) of a row. */
-static inline int SWEEP_FN(row_mask)(const sweep_acoustic_params *p, sweep_int z, sweep_int y) {
-  int mask = 0;
-  if (SWEEP_NDIM == 3 && (z < p->plain_lo[0] || z >= p->plain_hi[0])) mask |= 1;
-  if (y < p->plain_lo[1] || y >= p->plain_hi[1]) mask |= 2;
-  return mask;
 }
 
 /* One row (z, y) of one shot (pointers already offset to the shot): the x
