@@ -17,6 +17,9 @@ static inline void SWEEP_FN(shot_axes)(void *const *src, sweep_int off, SWEEP_R 
   for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (SWEEP_R *)src[d] + off : NULL;
 }
 
+/* Pointer ptr (of SWEEP_R, or NULL) k elements on, for records of shots. */
+#define SWEEP_OFF(ptr, k) ((ptr) ? (void *)((SWEEP_R *)(ptr) + (k)) : NULL)
+
 /* The CPML profiles a and b per axis, typed. */
 static inline void SWEEP_FN(pml_profiles)(const SWEEP_EQ_FIELDS *f, const SWEEP_R **pa,
                                           const SWEEP_R **pb) {
