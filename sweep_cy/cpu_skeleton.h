@@ -40,7 +40,11 @@
  * hooks then use by name; the skeleton passes everything of its own as
  * arguments and names no field of any equation.  They expand where the
  * acoustic code used to be written out, so the acoustic kernels compile to
- * the machine code they had before the split.  An index i addresses the
+ * the machine code they had before the split; keep an equation's state in
+ * plain locals, as the acoustic does: gathered into a struct, the same
+ * pointers changed the stack frame and registers of the whole loop.  The CPML
+ * profiles a and b of each axis are the skeleton's (pa, pb, from the fields'
+ * pml_a, pml_b), handed to the row hooks.  An index i addresses the
  * state pointers in scope (those of all shots, i including the shot's offset
  * off, except in the blocked forward, whose state is one shot's); j is a cell
  * of one shot's grid (the model arrays); the per-shot offset is off.
@@ -81,7 +85,8 @@
  *                              snapshot value W of each cell to wr[x] unless
  *                              wr is NULL (one value per cell: the store,
  *                              band and replay buffers hold one).
- *   SWEEP_EQ_FWD_EDGE_ROW(...) the same, only the x-CPML segments (replay).
+ *   SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y)  the same, only the
+ *                              x-CPML segments (the CPML replay).
  *   SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y)  adjoint step of row (z, y).
  *   SWEEP_EQ_ADJ_CORRELATE(off, o, st, held, skip, n)  the model gradient of
  *                              the n cells at o (a cell of one shot's grid)
@@ -128,12 +133,24 @@
  *   SWEEP_EQ_RECON_LOAD_BAND(i, v)  the saved band value v into the
  *                              reconstructed state.
  *
+ * The next equations, in these terms.  VRZ (variable density): the acoustic
+ * hooks nearly as they are, B added to SWEEP_EQ_MODEL and its rows reading
+ * it; its snapshot value per cell must still be one (or the store grows a
+ * second one).  Born: both fields (u0, u1 and their psi) in the state
+ * declarations and the rotations, the rows updating both, SWEEP_EQ_FWD_RECORD
+ * reading u1, SWEEP_EQ_FWD_SOURCE adding to u0, two adjoint fields in
+ * SWEEP_EQ_ADJ_STATE.  Elastic, Maxwell: the second half step of a row
+ * reads neighbour rows of the first, so the two cannot share one row hook;
+ * the skeleton's row loop needs a phase loop around it (a barrier between
+ * phases) first, and they set SWEEP_EQ_BLOCKING 0.
+ *
  * What the skeleton still assumes of every equation: one CPML mask per x
  * segment and the plain / CPML split of the acoustic grid (plain_lo/hi), one
  * snapshot value per cell (store, band_w, replay_w) and one saved state value
  * per band cell (band_u), receivers and sources at single cells, the snapshot
  * pairing of a leapfrog adjoint (step t's adjoint state still readable at
- * step t - 1, see the backward driver), and the one-stage leapfrog of
+ * step t - 1, see the backward driver), one stage per step (the rows of a
+ * step run in one work-shared loop), and the one-stage leapfrog of
  * cpu_blocking.h where SWEEP_EQ_BLOCKING is 1.
  */
 
