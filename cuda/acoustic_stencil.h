@@ -1,7 +1,7 @@
 /*
  * Constant-density acoustic wave equation: one grid point of one time step,
  * forward and adjoint.  The single definition of the stencil and the CPML
- * update, shared by the C/OpenMP kernels (sweep_cy/acoustic_cpu.c) and the
+ * update, shared by the C/OpenMP kernels (sweep_cy/acoustic_cpu_impl.h) and the
  * CUDA kernels (cuda/acoustic.cu).  Included once per specialisation, so it
  * has no include guard; see sweep_common.h for the macros it needs.
  *
@@ -104,7 +104,7 @@
  * The per-axis terms, written once for every path.  Values are read and
  * written through SWEEP_LD(ptr) / SWEEP_ST(ptr, value): one value here (and
  * on CUDA), a vector of consecutive x cells in the CPU's explicit vector rows
- * (sweep_cy/acoustic_cpu_vec.h), which redefine them.  Pointers point at the
+ * (sweep_cy/acoustic_cpu_vec.h; sweep_cy/cpu_vec.h redefines them).  Pointers point at the
  * cell; s is the axis stride; cpml (a compile-time constant) selects the CPML
  * terms, which need a, b of the cell's coordinate along the axis.
  */

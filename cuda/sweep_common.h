@@ -30,7 +30,7 @@ typedef long long sweep_int;
 #endif
 
 /* SWEEP_FMA(x, y, z) = x * y + z, where the stencil may fuse it into one
- * rounding.  The CPU build defines it first (sweep_cy/acoustic_cpu_fma.h:
+ * rounding.  The CPU build defines it first (sweep_cy/cpu_fma.h:
  * fused for scalars and vector rows alike where the target has FMA, so both
  * round identically); CUDA fuses, like nvcc's own contraction. */
 #ifndef SWEEP_FMA

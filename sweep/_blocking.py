@@ -1,7 +1,7 @@
 """Temporal blocking of the CPU forward kernel: the default and its run-time tuning.
 
 Forward steps that store nothing advance several steps at a time in one sweep
-along the outermost axis (``forward_blocked`` in ``sweep_cy/acoustic_cpu_impl.h``).
+along the outermost axis (``forward_blocked`` in ``sweep_cy/cpu_blocking.h``).
 Blocking reorders the cell updates and never their arithmetic, so every
 choice gives bitwise the same result; only the speed differs, and which
 choice is fastest depends on the CPU's caches more than on the problem:

@@ -240,7 +240,7 @@ def run_steps(
     n_rec_items = int(p["n_rec_groups"]) if adjoint else n_shots * int(p["n_rec"])
     rec_grid = ((n_rec_items + 255) // 256,) if int(f["rec"]) and n_rec_items else None
     for step in steps:
-        # Same slot rule as the CPU driver (store_slot in acoustic_cpu_impl.h).
+        # Same slot rule as the CPU driver (store_slot in cpu_skeleton.h).
         slot = step // k - (t_first + k - 1) // k if step % k == 0 else -1
         if replay:
             slot = step - t_first

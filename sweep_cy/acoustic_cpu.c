@@ -1,8 +1,7 @@
 /*
- * Dispatch from (ndim, order, dtype, direction) to the kernels, one
- * translation unit per (ndim, order, dtype) rendered from
- * acoustic_cpu_kernel.c.in; the Cython binding calls this with the GIL
- * released.
+ * Dispatch from (ndim, order, dtype, direction) to the acoustic kernels, one
+ * translation unit per (ndim, order, dtype) rendered from cpu_kernel.c.in;
+ * the Cython binding calls this with the GIL released.
  */
 #ifdef _OPENMP
 #include <omp.h>

@@ -1,20 +1,14 @@
 /*
- * Scalar rows of the CPU kernels: the cells [x0, x1) of a row one by one
- * through the stencil header's point functions (#pragma omp simd, so the
+ * Scalar rows of the acoustic CPU kernels: the cells [x0, x1) of a row one by
+ * one through the stencil header's point functions (#pragma omp simd, so the
  * compiler vectorises them).  They take what the explicit-vector rows
  * (acoustic_cpu_vec.h) leave: segments shorter than a vector, and whole rows
- * with SWEEP_SIMD_ROWS=0 or without vector rows.
- *
- * One function per CPML mask, called from the row loops rather than inlined
- * into them: inlined, every loop carried a compiler-vectorised copy (with its
- * remainder loops) per x segment and mask, 12 in 3D, more code than the
- * vector rows themselves.  3D order 8 float32: 36.6 -> 9.1 s of CPU to
- * compile, the forward, blocked and adjoint loops 213, 213 and 192 KB ->
- * 52, 45 and 81 KB of code; run time unchanged (benchmark cases, within 1-5 %,
- * if anything faster).
+ * with SWEEP_SIMD_ROWS=0 or without vector rows.  One never-inlined function
+ * per CPML mask (SWEEP_DEFINE_BY_MASK, cpu_rows.h, says why).
  *
  * Included by acoustic_cpu_impl.h once per specialisation, after the stencil
- * header (SWEEP_FN, SWEEP_R and the point functions are defined there).
+ * header (SWEEP_FN, SWEEP_R and the point functions are defined there) and
+ * cpu_rows.h.
  */
 
 #define SWEEP_FWD_SCALAR_PARAMS                                                          \
@@ -56,48 +50,19 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_scalar)(SWEEP_ADJ
 }
 
 /* The functions of mask m (z: bit 0, y: bit 1, x: bit 2). */
-#define SWEEP_SCALAR_ROWS(m)                                                                 \
-  static __attribute__((noinline)) void SWEEP_FN(fwd_scalar_row##m)(SWEEP_FWD_SCALAR_PARAMS) { \
-    SWEEP_FN(fwd_scalar)(SWEEP_FWD_SCALAR_ARGS, m);                                           \
-  }                                                                                          \
-  static __attribute__((noinline)) void SWEEP_FN(adj_scalar_row##m)(SWEEP_ADJ_SCALAR_PARAMS) { \
-    SWEEP_FN(adj_scalar)(SWEEP_ADJ_SCALAR_ARGS, m);                                           \
-  }
-SWEEP_SCALAR_ROWS(0)
-SWEEP_SCALAR_ROWS(1)
-SWEEP_SCALAR_ROWS(2)
-SWEEP_SCALAR_ROWS(3)
-SWEEP_SCALAR_ROWS(4)
-SWEEP_SCALAR_ROWS(5)
-SWEEP_SCALAR_ROWS(6)
-SWEEP_SCALAR_ROWS(7)
-#undef SWEEP_SCALAR_ROWS
-
-/* The scalar row of a compile-time mask (the switch folds away; masks a
- * dimension never uses are not compiled). */
-#define SWEEP_SCALAR_SWITCH(fn, mask, ARGS)  \
-  switch (mask) {                            \
-    case 0: SWEEP_FN(fn##0)(ARGS); break;    \
-    case 1: SWEEP_FN(fn##1)(ARGS); break;    \
-    case 2: SWEEP_FN(fn##2)(ARGS); break;    \
-    case 3: SWEEP_FN(fn##3)(ARGS); break;    \
-    case 4: SWEEP_FN(fn##4)(ARGS); break;    \
-    case 5: SWEEP_FN(fn##5)(ARGS); break;    \
-    case 6: SWEEP_FN(fn##6)(ARGS); break;    \
-    default: SWEEP_FN(fn##7)(ARGS); break;   \
-  }
+SWEEP_DEFINE_BY_MASK(fwd_scalar_row, fwd_scalar, (SWEEP_FWD_SCALAR_PARAMS), (SWEEP_FWD_SCALAR_ARGS))
+SWEEP_DEFINE_BY_MASK(adj_scalar_row, adj_scalar, (SWEEP_ADJ_SCALAR_PARAMS), (SWEEP_ADJ_SCALAR_ARGS))
 
 static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row_scalar)(SWEEP_FWD_SCALAR_PARAMS,
                                                                            const int mask) {
-  if (x0 < x1) SWEEP_SCALAR_SWITCH(fwd_scalar_row, mask, SWEEP_FWD_SCALAR_ARGS)
+  if (x0 < x1) SWEEP_CALL_BY_MASK(fwd_scalar_row, mask, (SWEEP_FWD_SCALAR_ARGS))
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_row_scalar)(SWEEP_ADJ_SCALAR_PARAMS,
                                                                            const int mask) {
-  if (x0 < x1) SWEEP_SCALAR_SWITCH(adj_scalar_row, mask, SWEEP_ADJ_SCALAR_ARGS)
+  if (x0 < x1) SWEEP_CALL_BY_MASK(adj_scalar_row, mask, (SWEEP_ADJ_SCALAR_ARGS))
 }
 
-#undef SWEEP_SCALAR_SWITCH
 #undef SWEEP_FWD_SCALAR_PARAMS
 #undef SWEEP_FWD_SCALAR_ARGS
 #undef SWEEP_ADJ_SCALAR_PARAMS

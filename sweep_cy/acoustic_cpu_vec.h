@@ -1,227 +1,40 @@
 /*
- * Explicit-vector rows of the CPU kernels: the x range of a row whose x axis
- * is plain, SWEEP_VL cells at a time, with GCC vector extensions.
- *
- * Why: the compiler's own vectorisation of the point functions loads every x
- * tap u[i + k] as its own unaligned vector, and most of those loads straddle
- * two cache lines; the load ports, not the arithmetic, bound the plain
- * stencil.  Here the x taps come from three vectors in registers (the
- * previous, current and next SWEEP_VL cells of the row) shifted by one
- * instruction each (valignd on AVX-512): one new load per vector instead of
- * 2h + 1.  2D benchmark forward (order 8, 4 shots, 2 threads): 0.52 -> 0.43
- * ms per step; measurements in benchmarks/README.md.
- *
- * The arithmetic is the stencil header's (SWEEP_FWD_AXIS, SWEEP_ADJ_AXIS, the
- * tap sums and the leapfrog lines, with SWEEP_LD / SWEEP_ST redefined to load
- * and store vectors) in the same order, so every lane rounds exactly like the
- * scalar path (tests/test_simd_rows.py checks bitwise equality; the build uses
- * -std=c11, which keeps the compiler from contracting into FMAs differently).
+ * Explicit-vector rows of the acoustic equation: the x range of a row whose
+ * x axis is plain, SWEEP_VL cells at a time, on the shared vector machinery
+ * of cpu_vec.h (the window over a row, the outer axes' tap offsets, the tail
+ * buffer).  The arithmetic is the stencil header's (SWEEP_FWD_AXIS,
+ * SWEEP_ADJ_AXIS, the tap sums and the leapfrog lines, with SWEEP_LD /
+ * SWEEP_ST loading and storing vectors) in the same order, so every lane
+ * rounds exactly like the scalar path (tests/test_simd_rows.py).
  *
  * Included by acoustic_cpu_impl.h once per specialisation, after the stencil
  * header (with SWEEP_STENCIL_KEEP_MACROS), where SWEEP_FN / SWEEP_R / SWEEP_H
- * and the stencil macros are defined.  Compilers without GCC's
- * __builtin_shuffle, and lane counts below the halo, define no vector rows
- * (SWEEP_HAVE_VEC 0): the scalar rows do all the work.
+ * and the stencil macros are defined.  Without vector rows (SWEEP_HAVE_VEC 0)
+ * the scalar rows do all the work.
  */
 
-#if !defined(SWEEP_VEC_BYTES)
-#if defined(__AVX512F__)
-#define SWEEP_VEC_BYTES 64
-#elif defined(__AVX__)
-#define SWEEP_VEC_BYTES 32
-#else
-#define SWEEP_VEC_BYTES 16
-#endif
-#endif
+/* The forward's tail buffer holds u^{n-1} and zeta of each axis. */
+#define SWEEP_TAIL_SLOTS 4
+#include "cpu_vec.h"
 
-/* 3D rows use at most 32-byte vectors: measured on AVX-512 (AMD family 26),
- * the 3D benchmark forward (128^3 + CPML 20, order 8, two threads) ran
- * 12-15 % faster with 8 float lanes than with 16, where the 2D forward ran
- * ~10 % slower; still 3.19-3.45 s against 4.38-4.58 s once partial vectors
- * no longer ran as scalar cells (benchmarks/README.md, session 6). */
-#if SWEEP_NDIM == 3 && SWEEP_VEC_BYTES > 32
-#define SWEEP_ROW_BYTES 32
-#else
-#define SWEEP_ROW_BYTES SWEEP_VEC_BYTES
-#endif
-#define SWEEP_VL (SWEEP_ROW_BYTES / SWEEP_REAL_BYTES)
-
-#if defined(__GNUC__) && !defined(__clang__) && SWEEP_VL >= SWEEP_H && SWEEP_VL >= 2
-#define SWEEP_HAVE_VEC 1
-
-#if SWEEP_VL == 16
-#define SWEEP_IOTA {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-#elif SWEEP_VL == 8
-#define SWEEP_IOTA {0, 1, 2, 3, 4, 5, 6, 7}
-#elif SWEEP_VL == 4
-#define SWEEP_IOTA {0, 1, 2, 3}
-#else
-#define SWEEP_IOTA {0, 1}
-#endif
-
-typedef SWEEP_R SWEEP_FN(vec) __attribute__((vector_size(SWEEP_ROW_BYTES)));
-#if SWEEP_REAL_BYTES == 4
-typedef int SWEEP_FN(lanes) __attribute__((vector_size(SWEEP_ROW_BYTES)));
-#else
-typedef long long SWEEP_FN(lanes) __attribute__((vector_size(SWEEP_ROW_BYTES)));
-#endif
-
-/* The same vector at the element's alignment, for unaligned loads and stores
- * that (unlike memcpy) the compiler knows alias only SWEEP_R data. */
-typedef SWEEP_R SWEEP_FN(uvec) __attribute__((vector_size(SWEEP_ROW_BYTES), aligned(SWEEP_REAL_BYTES)));
-
-static inline __attribute__((always_inline)) SWEEP_FN(vec) SWEEP_FN(vld)(const SWEEP_R *ptr) {
-  return *(const SWEEP_FN(uvec) *)ptr;
-}
-
-static inline __attribute__((always_inline)) void SWEEP_FN(vst)(SWEEP_R *ptr, SWEEP_FN(vec) v) {
-  *(SWEEP_FN(uvec) *)ptr = v;
-}
-
-/* Lanes [k, k + VL) of the concatenation (a, b); k is a compile-time constant. */
-#define SWEEP_VSHIFT(a, b, k) \
-  __builtin_shuffle((a), (b), (SWEEP_FN(lanes))SWEEP_IOTA + (k))
-
-/*
- * A sliding window over one row: `prev`, `cur`, `next` hold the row's cells
- * [x - VL, x + 2 VL), of which the stencil needs [x - h, x + VL + h).  Only
- * cells of the row itself are read: at the row's ends the needed lanes come
- * from a load at x - h or x + h, shifted into place.
- */
-typedef struct SWEEP_FN(window) {
-  SWEEP_FN(vec) prev, cur, next;
-} SWEEP_FN(window);
-
-/* The window at x (next is loaded by window_next at each step). */
-static inline __attribute__((always_inline)) SWEEP_FN(window)
-    SWEEP_FN(window_at)(const SWEEP_R *row, sweep_int x) {
-  SWEEP_FN(window) w;
-  w.cur = SWEEP_FN(vld)(row + x);
-  if (x >= SWEEP_VL) {
-    w.prev = SWEEP_FN(vld)(row + x - SWEEP_VL);
-  } else {
-    const SWEEP_FN(vec) lo = SWEEP_FN(vld)(row + x - SWEEP_H);
-    w.prev = SWEEP_VSHIFT(lo, lo, SWEEP_H);
-  }
-  w.next = w.cur;
-  return w;
-}
-
-static inline __attribute__((always_inline)) void SWEEP_FN(window_next)(
-    SWEEP_FN(window) *w, const SWEEP_R *row, sweep_int x, sweep_int nx) {
-  if (x + 2 * SWEEP_VL <= nx) {
-    w->next = SWEEP_FN(vld)(row + x + SWEEP_VL);
-  } else {
-    const SWEEP_FN(vec) hi = SWEEP_FN(vld)(row + x + SWEEP_H);
-    w->next = SWEEP_VSHIFT(hi, hi, SWEEP_VL - SWEEP_H);
-  }
-}
-
-static inline __attribute__((always_inline)) void SWEEP_FN(window_slide)(SWEEP_FN(window) *w) {
-  w->prev = w->cur;
-  w->cur = w->next;
-}
-
+#if SWEEP_HAVE_VEC
 /* The x taps of the cells [x, x + VL) from a window. */
-#define SWEEP_TAP_XW_(w_, k)                                               \
-  ((k) == 0 ? (w_).cur : (k) > 0 ? SWEEP_VSHIFT((w_).cur, (w_).next, (k))   \
-                                 : SWEEP_VSHIFT((w_).prev, (w_).cur, SWEEP_VL + (k)))
-#define SWEEP_TAP_XU_(k) SWEEP_TAP_XW_(uw, k)
-#define SWEEP_TAP_XPSI_(k) SWEEP_TAP_XW_(pw, k)
-#define SWEEP_TAP_XG_(k) SWEEP_TAP_XW_(gw, k)
-#define SWEEP_TAP_XAG_(k) ((1 + SWEEP_TAP_XW_(aw, k)) * SWEEP_TAP_XW_(gw, k))
-#define SWEEP_TAP_XAZ_(k) (SWEEP_TAP_XW_(aw, k) * SWEEP_TAP_XW_(zw, k))
-#define SWEEP_TAP_XAP_(k) (SWEEP_TAP_XW_(aw, k) * SWEEP_TAP_XW_(qw, k))
+#define SWEEP_TAP_XU_(k) SWEEP_WINDOW_TAP(uw, k)
+#define SWEEP_TAP_XPSI_(k) SWEEP_WINDOW_TAP(pw, k)
+#define SWEEP_TAP_XG_(k) SWEEP_WINDOW_TAP(gw, k)
+#define SWEEP_TAP_XAG_(k) ((1 + SWEEP_WINDOW_TAP(aw, k)) * SWEEP_WINDOW_TAP(gw, k))
+#define SWEEP_TAP_XAZ_(k) (SWEEP_WINDOW_TAP(aw, k) * SWEEP_WINDOW_TAP(zw, k))
+#define SWEEP_TAP_XAP_(k) (SWEEP_WINDOW_TAP(aw, k) * SWEEP_WINDOW_TAP(qw, k))
 
-/*
- * Byte offsets of the outer axes' taps (z and y; per axis d: +-stride and
- * +-3 strides, the other taps are these times 2 or 4).  Taps of u and psi
- * then address as row pointer + offset * scale, so a vector needs the row
- * pointer and these four registers per axis.  Through u + i + k * stride the
- * compiler kept one pointer per tap (16 in 3D, plus psi's) and reloaded
- * them from the stack every vector: 7 of 72 instructions of the 3D plain
- * loop, 13-20 of ~122 with one CPML axis, 24-31 of ~178 with two (now 1,
- * 6-7 and 12-16).  The 3D row loop hides their values from the compiler once
- * per vector (an empty asm), which stops it from deriving per-tap pointers
- * again.
- */
-typedef struct SWEEP_FN(taps) {
-  sweep_int p1[2], p3[2], m1[2], m3[2];
-} SWEEP_FN(taps);
-
-static inline __attribute__((always_inline)) SWEEP_FN(taps)
-    SWEEP_FN(taps_of)(const sweep_acoustic_params *p) {
-  SWEEP_FN(taps) t = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
-  for (int d = SWEEP_FIRST_AXIS; d < 2; ++d) {
-    t.p1[d] = p->stride[d] * (sweep_int)sizeof(SWEEP_R);
-    t.p3[d] = 3 * t.p1[d];
-    t.m1[d] = -t.p1[d];
-    t.m3[d] = -t.p3[d];
-  }
-  return t;
-}
-
-#if SWEEP_NDIM == 3
-#define SWEEP_TAPS_OPAQUE(t)                                                          \
-  __asm__("" : "+r"((t).p1[0]), "+r"((t).p3[0]), "+r"((t).m1[0]), "+r"((t).m3[0]),  \
-          "+r"((t).p1[1]), "+r"((t).p3[1]), "+r"((t).m1[1]), "+r"((t).m3[1]))
-#else
-/* 2D (one outer axis, 8 taps, fewer pointers) measured 2 % slower with it
- * (forward order 4, 0.116 -> 0.119 s): there the compiler keeps its own. */
-#define SWEEP_TAPS_OPAQUE(t) ((void)(t))
-#endif
-
-/* Offset in bytes of tap k of axis s_ (the axis index, in SWEEP_FWD_AXIS_TAPS's
- * stride slot) from the offsets tp. */
-#define SWEEP_TAP_BYTES_(k)                                                       \
-  ((k) == 1    ? tp.p1[s_]                                                        \
-   : (k) == 2  ? 2 * tp.p1[s_]                                                    \
-   : (k) == 3  ? tp.p3[s_]                                                        \
-   : (k) == 4  ? 4 * tp.p1[s_]                                                    \
-   : (k) == -1 ? tp.m1[s_]                                                        \
-   : (k) == -2 ? 2 * tp.m1[s_]                                                    \
-   : (k) == -3 ? tp.m3[s_]                                                        \
-   : (k) == -4 ? 4 * tp.m1[s_]                                                    \
-               : 0)
-#define SWEEP_TAP_OU_(k) SWEEP_LD((const SWEEP_R *)((const char *)u_ + SWEEP_TAP_BYTES_(k)))
-#define SWEEP_TAP_OPSI_(k) SWEEP_LD((const SWEEP_R *)((const char *)ps_ + SWEEP_TAP_BYTES_(k)))
+/* The outer axes' taps, from the offsets tp (the axis index s_ is in the
+ * stride slot of SWEEP_FWD_AXIS_TAPS / SWEEP_ADJ_AXIS_TAPS). */
+#define SWEEP_TAP_OU_(k) SWEEP_OUTER_TAP(u_, tp, s_, k)
+#define SWEEP_TAP_OPSI_(k) SWEEP_OUTER_TAP(ps_, tp, s_, k)
 /* The adjoint's outer-axis taps (SWEEP_ADJ_AXIS_TAPS's g_, a_, z_, p_). */
-#define SWEEP_TAP_OG_(k) SWEEP_LD((const SWEEP_R *)((const char *)g_ + SWEEP_TAP_BYTES_(k)))
+#define SWEEP_TAP_OG_(k) SWEEP_OUTER_TAP(g_, tp, s_, k)
 #define SWEEP_TAP_OAG_(k) ((1 + a_[k]) * SWEEP_TAP_OG_(k))
-#define SWEEP_TAP_OAZ_(k) \
-  (a_[k] * SWEEP_LD((const SWEEP_R *)((const char *)z_ + SWEEP_TAP_BYTES_(k))))
-#define SWEEP_TAP_OAP_(k) \
-  (a_[k] * SWEEP_LD((const SWEEP_R *)((const char *)p_ + SWEEP_TAP_BYTES_(k))))
-
-#undef SWEEP_LD
-#undef SWEEP_ST
-#define SWEEP_LD(ptr) SWEEP_FN(vld)(ptr)
-#define SWEEP_ST(ptr, value) SWEEP_FN(vst)((ptr), (value))
-
-/*
- * Rows end in a tail of fewer than VL cells (a 22-cell x-CPML segment is one
- * vector and 6 cells).  The tail is one more vector, the last VL cells of the
- * segment, which overlaps cells the loop updates too: each lane's
- * arithmetic does not depend on its neighbours, so the overlapped cells get
- * the same values twice, provided both read the old values of the fields
- * updated in place.  The tail runs first, on copies of those (u^{n-1}, zeta,
- * mu_prev, ...) in a tail buffer, which go into the row after the loop.
- * Segments shorter than VL stay scalar.  2D forward, order 4, one thread,
- * 340 x 1040 cells, CPML on every face: 114.4 -> 103.7 ms per 1000 steps.
- */
-typedef struct SWEEP_FN(tail) {
-  SWEEP_R v[4][SWEEP_VL] __attribute__((aligned(SWEEP_ROW_BYTES)));
-} SWEEP_FN(tail);
-
-/* GCC cannot always see that the copy back into the row (under has_tail)
- * reads a buffer filled under has_tail, and warns; the pragma covers this copy only. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-static inline __attribute__((always_inline)) void SWEEP_FN(tail_save)(SWEEP_R *dst,
-                                                                      const SWEEP_R *src) {
-  SWEEP_FN(vst)(dst, SWEEP_FN(vld)(src));
-}
-#pragma GCC diagnostic pop
+#define SWEEP_TAP_OAZ_(k) (a_[k] * SWEEP_OUTER_TAP(z_, tp, s_, k))
+#define SWEEP_TAP_OAP_(k) (a_[k] * SWEEP_OUTER_TAP(p_, tp, s_, k))
 
 /* Forward update of one vector of cells, x .. x + VL - 1 at flat index i:
  * up and zt[d] point at the cells' u^{n-1} (u^{n+1} is written there) and
@@ -239,7 +52,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_vec)(
   SWEEP_COEFFS;
   V w = {0};
   /* The outer axes take their taps through tp (the axis index d goes in the
-   * stride slot, where SWEEP_TAP_BYTES_ reads it). */
+   * stride slot, where SWEEP_TAP_BYTES reads it). */
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 2; ++d)
     SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_OU_, SWEEP_TAP_OPSI_, V, w, u + i, psi[d] + i, psi_new[d] + i,
@@ -476,25 +289,16 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(recon_row_vec)(
   return x1;
 }
 
-#undef SWEEP_TAPS_OPAQUE
-#undef SWEEP_TAP_BYTES_
 #undef SWEEP_TAP_OU_
 #undef SWEEP_TAP_OPSI_
 #undef SWEEP_TAP_OG_
 #undef SWEEP_TAP_OAG_
 #undef SWEEP_TAP_OAZ_
 #undef SWEEP_TAP_OAP_
-#undef SWEEP_IOTA
-#undef SWEEP_VSHIFT
-#undef SWEEP_TAP_XW_
 #undef SWEEP_TAP_XU_
 #undef SWEEP_TAP_XPSI_
 #undef SWEEP_TAP_XG_
 #undef SWEEP_TAP_XAG_
 #undef SWEEP_TAP_XAZ_
 #undef SWEEP_TAP_XAP_
-#else
-#define SWEEP_HAVE_VEC 0
-#endif
-#undef SWEEP_VL
-#undef SWEEP_ROW_BYTES
+#endif /* SWEEP_HAVE_VEC */

@@ -1,7 +1,11 @@
 /*
- * Body of the kernel translation units (acoustic_cpu_kernel.c.in): the
- * specialisation of acoustic_cpu_impl.h for the SWEEP_NDIM, SWEEP_ORDER,
- * SWEEP_REAL, SWEEP_REAL_BYTES and SWEEP_SUFFIX they define.
+ * Helpers every kernel translation unit (cpu_kernel.c.in) shares, whatever
+ * its equation: system headers, the floating-point mode, streaming stores,
+ * sorted source/receiver points, the temporal-blocking record and the
+ * progress counters of the pipelined blocked forward.  The unit then includes
+ * its equation's plug-in (<equation>_cpu_impl.h), which specialises the time
+ * loops (cpu_skeleton.h) for the SWEEP_NDIM, SWEEP_ORDER, SWEEP_REAL,
+ * SWEEP_REAL_BYTES and SWEEP_SUFFIX the unit defines.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -22,9 +26,8 @@
 #endif
 
 #include "fd_coeffs.h"
-#include "acoustic_cpu_fma.h"
+#include "cpu_fma.h"
 #include "sweep_common.h"
-#include "acoustic_cpu.h"
 
 /*
  * Waves decaying in the CPML (and the tails of the memory variables) reach
@@ -188,6 +191,4 @@ static inline int sweep_num_threads(void) {
   return 1;
 #endif
 }
-
-#include "acoustic_cpu_impl.h"
 

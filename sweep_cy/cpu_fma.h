@@ -10,8 +10,8 @@
  *
  * Included before sweep_common.h, which otherwise defines the unfused form.
  */
-#ifndef SWEEP_ACOUSTIC_CPU_FMA_H
-#define SWEEP_ACOUSTIC_CPU_FMA_H
+#ifndef SWEEP_CPU_FMA_H
+#define SWEEP_CPU_FMA_H
 #if defined(__FMA__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
@@ -53,4 +53,4 @@ SWEEP_FMA_DEF_(sweep_fma_f64x8, sweep_f64x8,
            sweep_f64x4 : sweep_fma_f64x4 SWEEP_FMA_512_)(                       \
       (x) - (__typeof__(z)){0}, (y) - (__typeof__(z)){0}, (z))
 #endif
-#endif /* SWEEP_ACOUSTIC_CPU_FMA_H */
+#endif /* SWEEP_CPU_FMA_H */

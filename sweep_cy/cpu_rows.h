@@ -1,0 +1,122 @@
+/*
+ * Building blocks of an equation's CPU row bodies, shared by every equation:
+ * per-shot pointers, the CPML profiles, rows split into x segments with a
+ * compile-time CPML mask each, in memory order, and one never-inlined
+ * function per mask for the scalar rows.  Included by the equation's plug-in
+ * (acoustic_cpu_impl.h) once per specialisation, after its stencil header and
+ * with SWEEP_EQ_PARAMS / SWEEP_EQ_FIELDS defined (see cpu_skeleton.h).
+ *
+ * A CPML mask has bit d set where the row's cells need the CPML terms along
+ * axis d (z: bit 0, y: bit 1, x: bit 2); a clear bit runs the plain stencil
+ * along that axis.  Masks are compile-time constants in the row bodies, so
+ * each combination compiles to its own branch-free (vectorisable) loop.
+ */
+
+/* Pointers of one shot, per axis; unused axes stay NULL. */
+static inline void SWEEP_FN(shot_axes)(void *const *src, sweep_int off, SWEEP_R **dst) {
+  for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (SWEEP_R *)src[d] + off : NULL;
+}
+
+/* Pointer ptr (of SWEEP_R, or NULL) k elements on, for records of shots. */
+#define SWEEP_OFF(ptr, k) ((ptr) ? (void *)((SWEEP_R *)(ptr) + (k)) : NULL)
+
+/* The CPML profiles a and b per axis, typed. */
+static inline void SWEEP_FN(pml_profiles)(const SWEEP_EQ_FIELDS *f, const SWEEP_R **pa,
+                                          const SWEEP_R **pb) {
+  for (int d = 0; d < 3; ++d) {
+    pa[d] = (const SWEEP_R *)f->pml_a[d];
+    pb[d] = (const SWEEP_R *)f->pml_b[d];
+  }
+}
+
+/* Calls ROW(mask) with the outer-axis mask as a literal, so each CPML
+ * combination is compiled (and vectorised) separately; z is bit 0, y bit 1
+ * (x, bit 2, is added per row segment). */
+#if SWEEP_NDIM == 3
+#define SWEEP_MASK_SWITCH(mask, ROW) \
+  switch (mask) {                   \
+    case 0: ROW(0); break;          \
+    case 1: ROW(1); break;          \
+    case 2: ROW(2); break;          \
+    default: ROW(3); break;         \
+  }
+#else
+#define SWEEP_MASK_SWITCH(mask, ROW) \
+  if (mask) {                        \
+    ROW(2);                          \
+  } else {                           \
+    ROW(0);                          \
+  }
+#endif
+
+/* The x segments of a row (x-CPML, plain middle, x-CPML) through ROW(x0, x1,
+ * mask), in memory order so the row streams through once: with both x-CPML
+ * edges first and the middle after, the 3D benchmark took 3.86-3.93 s
+ * instead of 3.24-3.34 s (benchmarks/README.md).  Needs p, h and x_end in
+ * scope. */
+#define SWEEP_ROW_IN_ORDER(ROW, m, AHEAD)    \
+  ROW(h, p->plain_lo[2], (m) | 4);           \
+  AHEAD;                                     \
+  ROW(p->plain_lo[2], p->plain_hi[2], m);    \
+  ROW(p->plain_hi[2], x_end, (m) | 4)
+
+/* Prefetches the cells [x0, x1) of a row of f (when not NULL) into cache.
+ * The row's high x-CPML segment reads its auxiliary fields where the row's
+ * plain middle did not: the hardware prefetcher, following the middle's
+ * streams, leaves them to miss (~9 % of the 3D forward's samples sat on the
+ * first loads of that segment).  Issued before the middle, which hides them.
+ * 3D only: the 2D forward (order 8) measured no gain (0.154-0.160 s without,
+ * 0.163-0.169 with; within noise). */
+static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_cells)(const SWEEP_R *f,
+                                                                           sweep_int x0,
+                                                                           sweep_int x1) {
+  if (!f) return;
+  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
+  for (sweep_int x = x0; x < x1 + line; x += line) __builtin_prefetch(f + (x < x1 ? x : x1 - 1));
+}
+
+/* CPML mask of the outer axes (z, y) of a row. */
+static inline int SWEEP_FN(row_mask)(const SWEEP_EQ_PARAMS *p, sweep_int z, sweep_int y) {
+  int mask = 0;
+  if (SWEEP_NDIM == 3 && (z < p->plain_lo[0] || z >= p->plain_hi[0])) mask |= 1;
+  if (y < p->plain_lo[1] || y >= p->plain_hi[1]) mask |= 2;
+  return mask;
+}
+
+/* Functions name##0 .. name##7 (each SWEEP_FN-suffixed; static, never
+ * inlined), where name##m calls body(args..., m) with the mask m a literal:
+ * params and args are parenthesised lists.  Inlined into the row loops, every
+ * loop carried a compiler-vectorised copy of the scalar rows (with its
+ * remainder loops) per x segment and mask, 12 in 3D, more code than the
+ * vector rows themselves: 3D order 8 float32, 36.6 -> 9.1 s of CPU to
+ * compile, the acoustic forward, blocked and adjoint loops 213, 213 and
+ * 192 KB -> 52, 45 and 81 KB of code; run time unchanged (benchmark cases,
+ * within 1-5 %, if anything faster).  Masks a dimension never uses are
+ * never called, so not compiled. */
+#define SWEEP_UNWRAP_(...) __VA_ARGS__
+#define SWEEP_BY_MASK_ONE_(name, body, params, args, m)            \
+  static __attribute__((noinline)) void SWEEP_FN(name##m) params { \
+    SWEEP_FN(body)(SWEEP_UNWRAP_ args, m);                         \
+  }
+#define SWEEP_DEFINE_BY_MASK(name, body, params, args) \
+  SWEEP_BY_MASK_ONE_(name, body, params, args, 0)      \
+  SWEEP_BY_MASK_ONE_(name, body, params, args, 1)      \
+  SWEEP_BY_MASK_ONE_(name, body, params, args, 2)      \
+  SWEEP_BY_MASK_ONE_(name, body, params, args, 3)      \
+  SWEEP_BY_MASK_ONE_(name, body, params, args, 4)      \
+  SWEEP_BY_MASK_ONE_(name, body, params, args, 5)      \
+  SWEEP_BY_MASK_ONE_(name, body, params, args, 6)      \
+  SWEEP_BY_MASK_ONE_(name, body, params, args, 7)
+
+/* Calls name##mask(args...) of a compile-time mask (the switch folds away). */
+#define SWEEP_CALL_BY_MASK(name, mask, args)            \
+  switch (mask) {                                     \
+    case 0: SWEEP_FN(name##0) args; break;            \
+    case 1: SWEEP_FN(name##1) args; break;            \
+    case 2: SWEEP_FN(name##2) args; break;            \
+    case 3: SWEEP_FN(name##3) args; break;            \
+    case 4: SWEEP_FN(name##4) args; break;            \
+    case 5: SWEEP_FN(name##5) args; break;            \
+    case 6: SWEEP_FN(name##6) args; break;            \
+    default: SWEEP_FN(name##7) args; break;           \
+  }

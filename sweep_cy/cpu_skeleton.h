@@ -1,0 +1,630 @@
+/*
+ * The CPU time loops every equation shares: the generic skeleton an
+ * equation's plug-in (<equation>_cpu_impl.h) specialises with its fields and
+ * row bodies.  One specialisation per translation unit (cpu_kernel.c.in:
+ * SWEEP_NDIM, SWEEP_ORDER, SWEEP_REAL, SWEEP_REAL_BYTES, SWEEP_SUFFIX).
+ *
+ * The whole chunk of time steps runs inside one OpenMP parallel region.  Each
+ * step is three work-shared phases separated by the implicit barriers of
+ * `omp for`: (1) the stencil over rows of (shot, z, y), y tiles of
+ * SWEEP_TILE_Y rows streaming through z, (2) sources and receivers per shot,
+ * (3) free-surface ghost rows.  Every output element is written by one thread
+ * in a fixed order, so results do not depend on the number of threads
+ * (bitwise).  The skeleton owns the bookkeeping around the stencil: shots
+ * split between threads (run_by_shot), the receiver step buffer, gradient
+ * snapshots (store slots and rows, correlations paired over two steps,
+ * source rows), boundary saving (band save, CPML replay, reconstruction),
+ * free-surface ghosts and, for single-stage leapfrog equations, temporal
+ * blocking (cpu_blocking.h).
+ *
+ * ---------------------------------------------------------------------------
+ * Plugging an equation in (the recipe; acoustic_cpu_impl.h is the example)
+ * ---------------------------------------------------------------------------
+ * 1. Its point arithmetic in one stencil header shared with CUDA (like
+ *    cuda/acoustic_stencil.h), type-generic through SWEEP_LD / SWEEP_ST so the
+ *    vector rows run it on vectors.  It defines SWEEP_FN, SWEEP_R,
+ *    SWEEP_FIRST_AXIS and SWEEP_H, the reach: cells per side that one step
+ *    reads (the halo width; order / 2 for a leapfrog equation).
+ * 2. Its rows: vector rows on cpu_vec.h (<equation>_cpu_vec.h), scalar rows
+ *    with one function per CPML mask (SWEEP_DEFINE_BY_MASK, cpu_rows.h), and
+ *    a full row that runs the x segments in memory order, each with its
+ *    compile-time mask (SWEEP_MASK_SWITCH, SWEEP_ROW_IN_ORDER).
+ * 3. sweep_cy/<equation>_cpu_impl.h: defines SWEEP_EQ_PARAMS / SWEEP_EQ_FIELDS,
+ *    includes the stencil, cpu_rows.h and its rows, defines the hooks below
+ *    and includes this header.  Then: the equation's name in the list of
+ *    sweep_cy/meson.build, entry declarations and a dispatch over the
+ *    specialisations (acoustic_cpu.h, acoustic_cpu.c).
+ *
+ * The hooks are macros, expanded in place (no function pointer in a loop):
+ * the declaration hooks declare the equation's own locals, which its other
+ * hooks then use by name; the skeleton passes everything of its own as
+ * arguments and names no field of any equation.  They expand where the
+ * acoustic code used to be written out, so the acoustic kernels compile to
+ * the machine code they had before the split; keep an equation's state in
+ * plain locals, as the acoustic does: gathered into a struct, the same
+ * pointers changed the stack frame and registers of the whole loop.  The CPML
+ * profiles a and b of each axis are the skeleton's (pa, pb, from the fields'
+ * pml_a, pml_b), handed to the row hooks.  An index i addresses the
+ * state pointers in scope (those of all shots, i including the shot's offset
+ * off, except in the blocked forward, whose state is one shot's); j is a cell
+ * of one shot's grid (the model arrays); the per-shot offset is off.
+ *
+ * Types and switches
+ *   SWEEP_EQ_PARAMS   parameter record.  The skeleton reads the members of
+ *                     sweep_acoustic_params (sweep_common.h) by those names:
+ *                     shots, grid, plain / model / store ranges, free
+ *                     surfaces, band and replay sizes, blocking, simd_rows.
+ *   SWEEP_EQ_FIELDS   array record.  The skeleton reads its I/O members by
+ *                     the names of sweep_acoustic_fields: pml_a, pml_b,
+ *                     src_amp, src_idx, rec, rec_idx, store, grad_src,
+ *                     band_idx, band_row, band_u, band_w, replay_w,
+ *                     outer_idx, outer_row, cpml_pos.
+ *   SWEEP_EQ_FORWARD, SWEEP_EQ_BACKWARD   names of the two entry points.
+ *   SWEEP_EQ_BLOCKING 1: forward steps that store nothing may be blocked in
+ *                     time (cpu_blocking.h).  Only for one leapfrog stage per
+ *                     step, of reach SWEEP_H, that writes step n + 1 over the
+ *                     buffers of step n - 1; 0 otherwise (a staggered system
+ *                     of two half steps needs phases in the blocking first).
+ *
+ * Declarations (each expands to declarations and statements)
+ *   SWEEP_EQ_MODEL(f)          once per call, before the parallel region:
+ *                              the model arrays (read-only, shared).
+ *   SWEEP_EQ_FWD_STATE(f)      per thread: the state of the first step, all
+ *                              shots (what rotates every step).
+ *   SWEEP_EQ_ADJ_STATE(f)      the same for the adjoint (with the state a
+ *                              boundary-saving reconstruction runs backwards).
+ *   SWEEP_EQ_FWD_SHOT(f, off)  per work item: what the rows of the shot at
+ *   SWEEP_EQ_ADJ_SHOT(f, off)  element offset off need (per-axis pointers).
+ *   SWEEP_EQ_BLOCK_STATE(f, odd, off)  blocked forward only: the model and
+ *                              the state of one shot (offset by off) after
+ *                              an odd (1) or even (0) number of rotations.
+ *
+ * Statements
+ *   SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y)  forward step of row (z, y),
+ *                              all x, each segment with its CPML mask; the
+ *                              snapshot value W of each cell to wr[x] unless
+ *                              wr is NULL (one value per cell: the store,
+ *                              band and replay buffers hold one).
+ *   SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y)  the same, only the
+ *                              x-CPML segments (the CPML replay).
+ *   SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y)  adjoint step of row (z, y).
+ *   SWEEP_EQ_ADJ_CORRELATE(off, o, st, held, skip, n)  the model gradient of
+ *                              the n cells at o (a cell of one shot's grid)
+ *                              from this step's snapshot row st (or NULL;
+ *                              skip: leave it to the next step) and held, a
+ *                              deferred row of step t + 1 (or NULL).  Runs
+ *                              before the row's adjoint step, so it can still
+ *                              read the state that step overwrites.
+ *   SWEEP_EQ_FWD_ROTATE(), SWEEP_EQ_ADJ_ROTATE()  the state after a step.
+ *   SWEEP_EQ_FWD_GHOSTS(p), SWEEP_EQ_ADJ_GHOSTS(p, recon)  fill the ghost
+ *                              rows of free surfaces (fill_ghosts) in the
+ *                              fields that need them.
+ *   SWEEP_EQ_SHIFT_SHOTS(f, fo, g)  sub_problem: g's arrays of shots (its
+ *                              wavefields and gradients) advanced by fo
+ *                              elements (SWEEP_OFF); the skeleton does the
+ *                              I/O members.
+ *
+ * Sources, receivers and gradients (expressions on one cell)
+ *   SWEEP_EQ_FWD_RECORD(i)     what receivers record, after the step's rows.
+ *   SWEEP_EQ_FWD_SOURCE(i, j, a)  adds amplitude a to the new state.
+ *   SWEEP_EQ_GRAD(f)           the model gradient output, NULL when not wanted
+ *                              (the call then correlates no snapshot).
+ *   SWEEP_EQ_ADJ_GRAD          the same, in the parallel region.
+ *   SWEEP_EQ_ADJ_RESIDUAL(i, j, r)  adds the residual r of a receiver.
+ *   SWEEP_EQ_ADJ_SOURCE_GRAD(i)  the gradient of a source amplitude.
+ *   SWEEP_EQ_ADJ_SOURCE_TERM(i, a)  the model gradient's term of a source of
+ *                              amplitude a (sampled like the snapshots).
+ *
+ * Boundary saving (an equation without it: SWEEP_EQ_RECON(f) 0, the others
+ * ((void)0))
+ *   SWEEP_EQ_FWD_SAVED(off)    the field whose band cells the forward saves
+ *                              to band_u, of the shot at off (one value per
+ *                              cell).
+ *   SWEEP_EQ_FWD_LOAD_BAND(i, v)  CPML replay: the saved value v into cell i.
+ *   SWEEP_EQ_RECON(f)          1 when this adjoint call reconstructs the
+ *                              forward wavefield.
+ *   SWEEP_EQ_RECON_ROW(p, off, base)  reconstruction (one step backwards)
+ *                              and correlation of the plain x range of a row
+ *                              plain in z and y (base: its first cell).
+ *   SWEEP_EQ_RECON_CELL(i, w)  the model gradient at cell i from the saved
+ *                              snapshot value w (band and CPML cells).
+ *   SWEEP_EQ_RECON_SOURCE(i, j, a)  removes a source from the
+ *                              reconstructed state.
+ *   SWEEP_EQ_RECON_LOAD_BAND(i, v)  the saved band value v into the
+ *                              reconstructed state.
+ *
+ * The next equations, in these terms.  VRZ (variable density): the acoustic
+ * hooks nearly as they are, B added to SWEEP_EQ_MODEL and its rows reading
+ * it; its snapshot value per cell must still be one (or the store grows a
+ * second one).  Born: both fields (u0, u1 and their psi) in the state
+ * declarations and the rotations, the rows updating both, SWEEP_EQ_FWD_RECORD
+ * reading u1, SWEEP_EQ_FWD_SOURCE adding to u0, two adjoint fields in
+ * SWEEP_EQ_ADJ_STATE.  Elastic, Maxwell: the second half step of a row
+ * reads neighbour rows of the first, so the two cannot share one row hook;
+ * the skeleton's row loop needs a phase loop around it (a barrier between
+ * phases) first, and they set SWEEP_EQ_BLOCKING 0.
+ *
+ * What the skeleton still assumes of every equation: one CPML mask per x
+ * segment and the plain / CPML split of the acoustic grid (plain_lo/hi), one
+ * snapshot value per cell (store, band_w, replay_w) and one saved state value
+ * per band cell (band_u), receivers and sources at single cells, the snapshot
+ * pairing of a leapfrog adjoint (step t's adjoint state still readable at
+ * step t - 1, see the backward driver), one stage per step (the rows of a
+ * step run in one work-shared loop), and the one-stage leapfrog of
+ * cpu_blocking.h where SWEEP_EQ_BLOCKING is 1.
+ */
+
+/* Cells per shot of a gradient snapshot: [store_lo, store_hi), the model and
+ * its CPML (every cell whose coefficients derive from the model). */
+static inline sweep_int SWEEP_FN(store_cells)(const SWEEP_EQ_PARAMS *p) {
+  return (p->store_hi[0] - p->store_lo[0]) * (p->store_hi[1] - p->store_lo[1]) *
+         (p->store_hi[2] - p->store_lo[2]);
+}
+
+/* Offset of row (z, y) in a compact snapshot, or -1 when the row is outside
+ * the stored cells. */
+static inline sweep_int SWEEP_FN(store_row)(const SWEEP_EQ_PARAMS *p, sweep_int z,
+                                            sweep_int y) {
+  if (z < p->store_lo[0] || z >= p->store_hi[0] || y < p->store_lo[1] || y >= p->store_hi[1])
+    return -1;
+  const sweep_int m1 = p->store_hi[1] - p->store_lo[1], m2 = p->store_hi[2] - p->store_lo[2];
+  return ((z - p->store_lo[0]) * m1 + (y - p->store_lo[1])) * m2;
+}
+
+/* Slot of step t in a snapshot chunk whose first step is t0, or -1 when t is
+ * not a sampled step (t % store_every != 0). */
+static inline sweep_int SWEEP_FN(store_slot)(const SWEEP_EQ_PARAMS *p, sweep_int t,
+                                             sweep_int t0) {
+  const sweep_int k = p->store_every > 0 ? p->store_every : 1;
+  if (t % k) return -1;
+  return t / k - (t0 + k - 1) / k;
+}
+
+/* The cells of row segment [lo, hi) outside the plain cells: [lo, *a) and
+ * [*b, hi); all of it when the row is outside the plain cells in z or y
+ * (outer).  On models narrower than a halo the plain range reaches past hi,
+ * hence the clamp; the band and outer indices (sweep/_grid.py) count the
+ * same cells. */
+static inline void SWEEP_FN(row_ends)(const SWEEP_EQ_PARAMS *p, sweep_int hi, int outer,
+                                      sweep_int *a, sweep_int *b) {
+  *a = outer || p->plain_lo[2] > hi ? hi : p->plain_lo[2];
+  *b = outer || p->plain_hi[2] < *a ? hi : p->plain_hi[2];
+}
+
+/* Copies the snapshot values (W) of the outer cells of row (z, y) from wr to
+ * dst, in outer_idx order. */
+static inline void SWEEP_FN(copy_outer_row)(const SWEEP_EQ_PARAMS *p, SWEEP_R *dst,
+                                            const SWEEP_R *wr, int outer) {
+  const sweep_int lo = p->store_lo[2], hi = p->store_hi[2];
+  sweep_int a, b, k = 0;
+  SWEEP_FN(row_ends)(p, hi, outer, &a, &b);
+  for (sweep_int x = lo; x < a; ++x, ++k) dst[k] = wr[x];
+  for (sweep_int x = b; x < hi; ++x, ++k) dst[k] = wr[x];
+}
+
+/* Work items are (shot, tile of SWEEP_TILE_Y rows in y); each streams through
+ * z so the planes a 3D stencil reads stay in cache. */
+#define SWEEP_TILE_Y 8
+#define SWEEP_N_TILES(p) (((p)->shape[1] - 2 * SWEEP_H + SWEEP_TILE_Y - 1) / SWEEP_TILE_Y)
+#define SWEEP_Z_BEGIN (SWEEP_NDIM == 3 ? SWEEP_H : 0)
+#define SWEEP_Z_END(p) (SWEEP_NDIM == 3 ? (p)->shape[0] - SWEEP_H : 1)
+
+/* Odd mirror of a field into the ghost rows of every free surface (the
+ * equation's ghost hooks say which fields). */
+static void SWEEP_FN(fill_ghosts)(const SWEEP_EQ_PARAMS *p, SWEEP_R *field) {
+  const sweep_int h = SWEEP_H;
+  for (int d = 3 - SWEEP_NDIM; d < 3; ++d) {
+    for (int side = 0; side < 2; ++side) {
+      if (!(side ? p->free_hi[d] : p->free_lo[d])) continue;
+      /* The surface is the row next to the ghosts; ghost g mirrors surface +- (surface - g). */
+      const sweep_int surface = side ? p->shape[d] - 1 - h : h;
+      const sweep_int g0 = side ? p->shape[d] - h : 0;
+      const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
+      const sweep_int n1 = p->shape[e1], n2 = p->shape[e2];
+      const sweep_int n_items = p->n_shots * h * n1;
+#pragma omp for schedule(static)
+      for (sweep_int item = 0; item < n_items; ++item) {
+        const sweep_int shot = item / (h * n1);
+        const sweep_int g = g0 + (item / n1) % h;
+        const sweep_int j1 = item % n1;
+        const sweep_int mirror = 2 * surface - g;
+        SWEEP_R *f = field + shot * p->shot_stride + j1 * p->stride[e1];
+        for (sweep_int j2 = 0; j2 < n2; ++j2) {
+          const sweep_int o = j2 * p->stride[e2];
+          f[o + g * p->stride[d]] = -f[o + mirror * p->stride[d]];
+        }
+      }
+    }
+  }
+}
+
+static inline int SWEEP_FN(has_free_surface)(const SWEEP_EQ_PARAMS *p) {
+  for (int d = 0; d < 3; ++d)
+    if (p->free_lo[d] || p->free_hi[d]) return 1;
+  return 0;
+}
+
+#if SWEEP_EQ_BLOCKING
+#include "cpu_blocking.h"
+#endif
+
+/*
+ * Receiver data are (shot, receiver, step): one step's receivers are a cache
+ * line (and often a page) apart.  The unblocked loops keep the last
+ * SWEEP_REC_STEPS steps in a (shot, step, receiver) buffer instead and move
+ * them as runs of steps (2D 300 x 1000, 5,000 receivers per shot: 209-215 ->
+ * 175-191 us per step).  NULL (direct access) when there are no receivers or no memory.
+ */
+#define SWEEP_REC_STEPS 32
+static SWEEP_R *SWEEP_FN(receiver_buffer)(const SWEEP_EQ_PARAMS *p,
+                                          const SWEEP_EQ_FIELDS *f) {
+  if (!f->rec || p->n_rec <= 0) return NULL;
+  return (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->n_shots * SWEEP_REC_STEPS * p->n_rec);
+}
+
+/*
+ * Shots are independent, so when the threads divide them evenly (one thread
+ * included) each thread runs whole shots, one single-shot call each
+ * (sub_problem: the same call restricted to shots [shot0, shot0 + n)), with
+ * no barrier per step and the working set of one shot.  Measured on 2
+ * threads, 2D 300 x 1000, 4 shots, full storage gradient: 1.01-1.05 s ->
+ * 0.92-0.98 s against all threads sharing every step.
+ */
+static inline int SWEEP_FN(split_by_shot)(const SWEEP_EQ_PARAMS *p, int n_threads) {
+  return p->n_shots > 1 && p->n_shots % n_threads == 0;
+}
+
+static void SWEEP_FN(sub_problem)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                  sweep_int shot0, sweep_int n, SWEEP_EQ_PARAMS *q,
+                                  SWEEP_EQ_FIELDS *g) {
+  *q = *p;
+  *g = *f;
+  q->n_shots = n;
+  const sweep_int fo = shot0 * p->shot_stride;
+  SWEEP_EQ_SHIFT_SHOTS(f, fo, g);
+  g->src_amp = SWEEP_OFF(f->src_amp, shot0 * p->n_src * p->nt);
+  g->grad_src = SWEEP_OFF(f->grad_src, shot0 * p->n_src * p->nt);
+  g->rec = SWEEP_OFF(f->rec, shot0 * p->n_rec * p->nt);
+  g->store = SWEEP_OFF(f->store, shot0 * SWEEP_FN(store_cells)(p));
+  g->band_u = SWEEP_OFF(f->band_u, shot0 * p->n_band);
+  g->band_w = SWEEP_OFF(f->band_w, shot0 * p->n_band);
+  g->replay_w = SWEEP_OFF(f->replay_w, shot0 * p->n_outer);
+  g->src_idx = f->src_idx ? f->src_idx + shot0 * p->n_src : NULL;
+  g->rec_idx = f->rec_idx ? f->rec_idx + shot0 * p->n_rec : NULL;
+}
+
+typedef void (*SWEEP_FN(run_fn))(const SWEEP_EQ_PARAMS *, const SWEEP_EQ_FIELDS *,
+                                 sweep_int, sweep_int, int);
+
+static void SWEEP_FN(run_by_shot)(SWEEP_FN(run_fn) run, const SWEEP_EQ_PARAMS *p,
+                                  const SWEEP_EQ_FIELDS *f, sweep_int t, sweep_int n_steps,
+                                  int n_threads) {
+#pragma omp parallel for num_threads(n_threads) schedule(static)
+  for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+    SWEEP_EQ_PARAMS q;
+    SWEEP_EQ_FIELDS g;
+    SWEEP_FN(sub_problem)(p, f, shot, 1, &q, &g);
+    run(&q, &g, t, n_steps, 1);
+  }
+}
+
+void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t0,
+                      sweep_int n_steps, int n_threads) {
+  if (SWEEP_FN(split_by_shot)(p, n_threads)) {
+    SWEEP_FN(run_by_shot)(SWEEP_EQ_FORWARD, p, f, t0, n_steps, n_threads);
+    return;
+  }
+  const sweep_int h = SWEEP_H, ss = p->shot_stride;
+  const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
+  const sweep_int mc = SWEEP_FN(store_cells)(p);
+  const sweep_int mlo2 = p->model_lo[2];
+  const sweep_int slo2 = p->store_lo[2], s2 = p->store_hi[2] - p->store_lo[2];
+  /* CPML replay: band_u is an input (loaded into the state each step) and W
+   * of the outer cells goes to replay_w; otherwise band_u/band_w receive the
+   * band. */
+  const int replay = f->replay_w != NULL;
+  const sweep_int n_band = f->band_idx ? p->n_band : 0;
+  const sweep_int n_save = replay ? 0 : n_band;
+  const int free_surface = SWEEP_FN(has_free_surface)(p);
+#if SWEEP_EQ_BLOCKING
+  if (p->block_steps > 1 && !f->store && !n_band && !replay && !free_surface) {
+    sweep_point *src = f->src_amp ? sweep_sorted_points(f->src_idx, p->n_shots, p->n_src) : NULL;
+    sweep_point *rec = f->rec ? sweep_sorted_points(f->rec_idx, p->n_shots, p->n_rec) : NULL;
+    const int ok = (src || !f->src_amp || p->n_src == 0) && (rec || !f->rec || p->n_rec == 0);
+    if (ok) SWEEP_FN(forward_blocked)(p, f, src, rec, t0, n_steps, n_threads);
+    free(src);
+    free(rec);
+    if (ok) return;
+  }
+#endif
+  SWEEP_EQ_MODEL(f);
+  const SWEEP_R *pa[3], *pb[3];
+  SWEEP_FN(pml_profiles)(f, pa, pb);
+  SWEEP_R *rbuf = SWEEP_FN(receiver_buffer)(p, f);
+#pragma omp parallel num_threads(n_threads)
+  {
+    const unsigned int fp_state = sweep_flush_denormals();
+    SWEEP_EQ_FWD_STATE(f);
+    /* The snapshot values (W^n) of one row, copied into the compact snapshot
+     * (model cells only), the band save and/or the replay's outer cells. */
+    SWEEP_R *wrow = f->store || n_band || replay
+                        ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2])
+                        : NULL;
+    for (sweep_int t = t0; t < t0 + n_steps; ++t) {
+      const sweep_int slot = f->store ? SWEEP_FN(store_slot)(p, t, t0) : -1;
+      SWEEP_R *store = slot >= 0 ? (SWEEP_R *)f->store + slot * p->slot_shots * mc : NULL;
+      SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u + (t - t0) * p->slot_shots * n_band : NULL;
+      SWEEP_R *bw = n_save ? (SWEEP_R *)f->band_w + (t - t0) * p->slot_shots * n_band : NULL;
+      SWEEP_R *rw = replay ? (SWEEP_R *)f->replay_w + (t - t0) * p->slot_shots * p->n_outer : NULL;
+      if (replay) {
+        /* The band's state at t, saved by the forward pass: the inner
+         * boundary of the CPML. */
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+          for (sweep_int j = 0; j < n_band; ++j)
+            SWEEP_EQ_FWD_LOAD_BAND(shot * ss + f->band_idx[j], bu[shot * n_band + j]);
+      }
+#pragma omp for schedule(static)
+      for (sweep_int item = 0; item < n_items; ++item) {
+        const sweep_int shot = item / n_tiles;
+        const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
+        const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+        const sweep_int off = shot * ss;
+        SWEEP_EQ_FWD_SHOT(f, off);
+        for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
+          for (sweep_int y = y0; y < y1; ++y) {
+            const int outer = SWEEP_FN(row_mask)(p, z, y);
+            const sweep_int srow = store ? SWEEP_FN(store_row)(p, z, y) : -1;
+            const sweep_int brow = n_save ? f->band_row[z * p->shape[1] + y] : -1;
+            const sweep_int orow = replay ? f->outer_row[z * p->shape[1] + y] : -1;
+            SWEEP_R *wr = srow >= 0 || brow >= 0 || orow >= 0 ? wrow : NULL;
+            if (replay && !outer) {
+              if (orow >= 0) SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y);
+            } else {
+              SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y);
+            }
+            if (orow >= 0) SWEEP_FN(copy_outer_row)(p, rw + shot * p->n_outer + orow, wr, outer);
+            if (srow >= 0)
+              sweep_stream_copy(store + shot * mc + srow, wr + slo2, sizeof(SWEEP_R) * s2);
+            if (brow >= 0) {
+              /* Band cells of this row, in band_idx order: the whole model row,
+               * or its ends when the row is plain in z and y. */
+              SWEEP_R *bu_s = bu + shot * n_band + brow, *bw_s = bw + shot * n_band + brow;
+              const SWEEP_R *state_row =
+                  SWEEP_EQ_FWD_SAVED(off) + z * p->stride[0] + y * p->stride[1];
+              const sweep_int mhi2 = p->model_hi[2];
+              sweep_int a, b, k = 0;
+              SWEEP_FN(row_ends)(p, mhi2, outer, &a, &b);
+              for (sweep_int x = mlo2; x < a; ++x, ++k) {
+                bu_s[k] = state_row[x];
+                bw_s[k] = wr[x];
+              }
+              for (sweep_int x = b; x < mhi2; ++x, ++k) {
+                bu_s[k] = state_row[x];
+                bw_s[k] = wr[x];
+              }
+            }
+          }
+        }
+      }
+      /* Receivers record step t; sources add to step t + 1 (SWEEP_EQ_FWD_SOURCE). */
+#pragma omp for schedule(static)
+      for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+        const sweep_int off = shot * ss;
+        if (f->rec) {
+          SWEEP_R *rec = (SWEEP_R *)f->rec;
+          const sweep_int *ri = f->rec_idx + shot * p->n_rec;
+          if (rbuf) {
+            /* Steps gather in a (step, receiver) buffer and reach the
+             * (receiver, step) output a run of steps at a time. */
+            const sweep_int j = (t - t0) % SWEEP_REC_STEPS;
+            SWEEP_R *b = rbuf + shot * SWEEP_REC_STEPS * p->n_rec;
+            for (sweep_int r = 0; r < p->n_rec; ++r)
+              b[j * p->n_rec + r] = SWEEP_EQ_FWD_RECORD(off + ri[r]);
+            if (j == SWEEP_REC_STEPS - 1 || t == t0 + n_steps - 1)
+              for (sweep_int r = 0; r < p->n_rec; ++r) {
+                SWEEP_R *o = rec + (shot * p->n_rec + r) * p->nt + t - j;
+                for (sweep_int k = 0; k <= j; ++k) o[k] = b[k * p->n_rec + r];
+              }
+          } else {
+            for (sweep_int r = 0; r < p->n_rec; ++r)
+              rec[(shot * p->n_rec + r) * p->nt + t] = SWEEP_EQ_FWD_RECORD(off + ri[r]);
+          }
+        }
+        if (f->src_amp) {
+          const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+          for (sweep_int k = 0; k < p->n_src; ++k) {
+            const sweep_int i = off + f->src_idx[shot * p->n_src + k];
+            SWEEP_EQ_FWD_SOURCE(i, i - off, amp[(shot * p->n_src + k) * p->nt + t]);
+          }
+        }
+      }
+      if (free_surface) SWEEP_EQ_FWD_GHOSTS(p);
+      SWEEP_EQ_FWD_ROTATE();
+    }
+    if (wrow) sweep_stream_fence();
+    free(wrow);
+    sweep_restore_fp(fp_state);
+  }
+  free(rbuf);
+}
+
+/* Flags per (shot, z, y) row: 1 where the row holds a source whose term
+ * enters the model gradient, whose correlation then must not be deferred
+ * (see the backward driver).  NULL when no row has one; *ok is 0 when
+ * memory is short (the caller then defers nothing). */
+static unsigned char *SWEEP_FN(source_rows)(const SWEEP_EQ_PARAMS *p,
+                                            const SWEEP_EQ_FIELDS *f, int *ok) {
+  *ok = 1;
+  if (!f->src_amp || p->n_src <= 0) return NULL;
+  const sweep_int rows = p->shape[0] * p->shape[1];
+  unsigned char *m = (unsigned char *)calloc((size_t)(p->n_shots * rows), 1);
+  if (!m) {
+    *ok = 0;
+    return NULL;
+  }
+  for (sweep_int s = 0; s < p->n_shots; ++s)
+    for (sweep_int k = 0; k < p->n_src; ++k)
+      m[s * rows + f->src_idx[s * p->n_src + k] / p->stride[1]] = 1;
+  return m;
+}
+
+/*
+ * Adjoint steps t_end - 1 down to t_end - n_steps.  The model gradient comes
+ * from the compact snapshots in f->store (full storage and checkpointing) or,
+ * when SWEEP_EQ_RECON (boundary saving), from the forward wavefield run
+ * backwards on the plain cells plus W^t saved on the band and, for the CPML
+ * cells, W^t of the segment's replay in f->replay_w (slot 0: step t_begin).
+ * band_w slot 0 is step t_begin; band_u slot 0 is step t_begin - 1.
+ */
+void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t_end,
+                       sweep_int n_steps, int n_threads) {
+  if (SWEEP_FN(split_by_shot)(p, n_threads)) {
+    SWEEP_FN(run_by_shot)(SWEEP_EQ_BACKWARD, p, f, t_end, n_steps, n_threads);
+    return;
+  }
+  const sweep_int h = SWEEP_H, ss = p->shot_stride;
+  const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
+  const sweep_int t_begin = t_end - n_steps;
+  const sweep_int mc = SWEEP_FN(store_cells)(p);
+  const sweep_int slo2 = p->store_lo[2];
+  const int recon = SWEEP_EQ_RECON(f);
+  const sweep_int n_band = recon && f->band_idx ? p->n_band : 0;
+  const int free_surface = SWEEP_FN(has_free_surface)(p);
+  SWEEP_EQ_MODEL(f);
+  const SWEEP_R *pa[3], *pb[3];
+  SWEEP_FN(pml_profiles)(f, pa, pb);
+  SWEEP_R *rbuf = SWEEP_FN(receiver_buffer)(p, f);
+  /*
+   * Snapshot correlations in pairs: step t's term (the acoustic mu^{t+1} W^t)
+   * is left to step t - 1, which adds it and its own in one pass over the
+   * gradient row (SWEEP_EQ_ADJ_CORRELATE: a leapfrog equation still holds
+   * step t's adjoint state, the acoustic mu^{t+1} in mu_prev, until the
+   * stencil of step t - 1 overwrites the row), so the gradient is read and
+   * written every other step.  Each cell receives the same additions in the
+   * same order, so the result does not depend on the pairing (strategies
+   * that split the steps into other calls stay bitwise equal).  Rows holding
+   * a source are never deferred: its gradient term, added after the step's
+   * rows, must follow that step's correlation.
+   */
+  const sweep_int rows_per_shot = p->shape[0] * p->shape[1];
+  int pairing = 0; /* set by source_rows: 1 unless its flags got no memory */
+  unsigned char *src_rows =
+      f->store && SWEEP_EQ_GRAD(f) && !recon ? SWEEP_FN(source_rows)(p, f, &pairing) : NULL;
+  const sweep_int n_s2 = p->store_hi[2] - slo2;
+#pragma omp parallel num_threads(n_threads)
+  {
+    const unsigned int fp_state = sweep_flush_denormals();
+    SWEEP_EQ_ADJ_STATE(f);
+    const SWEEP_R *deferred = NULL;
+    for (sweep_int t = t_end - 1; t >= t_begin; --t) {
+      const sweep_int slot =
+          f->store && SWEEP_EQ_ADJ_GRAD ? SWEEP_FN(store_slot)(p, t, t_begin) : -1;
+      const SWEEP_R *store = slot >= 0 ? (const SWEEP_R *)f->store + slot * p->slot_shots * mc : NULL;
+      /* held: the snapshots of step t + 1, whose correlation this step does. */
+      const SWEEP_R *held = deferred;
+      const int defer = pairing && store && !held && t > t_begin &&
+                        SWEEP_FN(store_slot)(p, t - 1, t_begin) >= 0;
+      deferred = defer ? store : NULL;
+#pragma omp for schedule(static)
+      for (sweep_int item = 0; item < n_items; ++item) {
+        const sweep_int shot = item / n_tiles;
+        const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
+        const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+        const sweep_int off = shot * ss;
+        SWEEP_EQ_ADJ_SHOT(f, off);
+        for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
+          for (sweep_int y = y0; y < y1; ++y) {
+            const sweep_int base = z * p->stride[0] + y * p->stride[1];
+            const sweep_int srow = store || held ? SWEEP_FN(store_row)(p, z, y) : -1;
+            if (srow >= 0) {
+              /* Before the stencil, which overwrites the row of the state it reads. */
+              const int fixed = src_rows && src_rows[shot * rows_per_shot + z * p->shape[1] + y];
+              const sweep_int o = base + slo2;
+              SWEEP_EQ_ADJ_CORRELATE(off, o, store ? store + shot * mc + srow : NULL,
+                                     held && !fixed ? held + shot * mc + srow : NULL,
+                                     defer && !fixed, n_s2);
+            }
+            SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y);
+            /* z and y plain (no outer mask): [plain_lo, plain_hi) of x is plain. */
+            if (recon && !SWEEP_FN(row_mask)(p, z, y)) SWEEP_EQ_RECON_ROW(p, off, base);
+          }
+        }
+      }
+      /* Source terms read the adjoint state of step t + 1; residuals of step t
+       * go into that of step t (SWEEP_EQ_ADJ_RESIDUAL). */
+#pragma omp for schedule(static)
+      for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+        const sweep_int off = shot * ss;
+        for (sweep_int k = 0; k < p->n_src; ++k) {
+          const sweep_int j = f->src_idx[shot * p->n_src + k];
+          const sweep_int a = (shot * p->n_src + k) * p->nt + t;
+          if (f->grad_src) ((SWEEP_R *)f->grad_src)[a] = SWEEP_EQ_ADJ_SOURCE_GRAD(off + j);
+          /* With sampling (store_every k > 1) the caller scales the gradient by k,
+           * so the source term is sampled like the snapshots. */
+          if (SWEEP_EQ_ADJ_GRAD && f->src_amp && t % p->store_every == 0)
+            SWEEP_EQ_ADJ_SOURCE_TERM(off + j, ((const SWEEP_R *)f->src_amp)[a]);
+        }
+        if (f->rec) {
+          const SWEEP_R *res = (const SWEEP_R *)f->rec;
+          const sweep_int *ri = f->rec_idx + shot * p->n_rec;
+          if (rbuf) {
+            /* The residuals of a run of steps, read once per run into a
+             * (step, receiver) buffer. */
+            const sweep_int j = (t_end - 1 - t) % SWEEP_REC_STEPS;
+            SWEEP_R *b = rbuf + shot * SWEEP_REC_STEPS * p->n_rec;
+            if (j == 0) {
+              const sweep_int n = t - t_begin + 1 < SWEEP_REC_STEPS ? t - t_begin + 1 : SWEEP_REC_STEPS;
+              for (sweep_int r = 0; r < p->n_rec; ++r) {
+                const SWEEP_R *o = res + (shot * p->n_rec + r) * p->nt + t;
+                for (sweep_int k = 0; k < n; ++k) b[k * p->n_rec + r] = o[-k];
+              }
+            }
+            for (sweep_int r = 0; r < p->n_rec; ++r)
+              SWEEP_EQ_ADJ_RESIDUAL(off + ri[r], ri[r], b[j * p->n_rec + r]);
+          } else {
+            for (sweep_int r = 0; r < p->n_rec; ++r)
+              SWEEP_EQ_ADJ_RESIDUAL(off + ri[r], ri[r], res[(shot * p->n_rec + r) * p->nt + t]);
+          }
+        }
+        if (recon) {
+          /* Band cells: W^t was saved; the state of step t - 1 is restored
+           * from the save. */
+          const sweep_int b0 = ((t - t_begin) * p->slot_shots + shot) * n_band;
+          const SWEEP_R *bw = (const SWEEP_R *)f->band_w + b0;
+          for (sweep_int j = 0; j < n_band; ++j) {
+            const sweep_int i = off + f->band_idx[j];
+            SWEEP_EQ_RECON_CELL(i, bw[j]);
+          }
+          if (f->replay_w) {
+            /* CPML cells: W^t from the replay of this segment. */
+            const SWEEP_R *rw =
+                (const SWEEP_R *)f->replay_w + ((t - t_begin) * p->slot_shots + shot) * p->n_outer;
+            for (sweep_int q = 0; q < p->n_cpml; ++q) {
+              const sweep_int j = f->cpml_pos[q];
+              const sweep_int i = off + f->outer_idx[j];
+              SWEEP_EQ_RECON_CELL(i, rw[j]);
+            }
+          }
+          if (f->src_amp) {
+            const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+            for (sweep_int k = 0; k < p->n_src; ++k) {
+              const sweep_int j = f->src_idx[shot * p->n_src + k];
+              SWEEP_EQ_RECON_SOURCE(off + j, j, amp[(shot * p->n_src + k) * p->nt + t]);
+            }
+          }
+          if (t > 0) {
+            const SWEEP_R *bu = (const SWEEP_R *)f->band_u + b0;
+            for (sweep_int j = 0; j < n_band; ++j)
+              SWEEP_EQ_RECON_LOAD_BAND(off + f->band_idx[j], bu[j]);
+          }
+        }
+      }
+      if (free_surface) SWEEP_EQ_ADJ_GHOSTS(p, recon);
+      SWEEP_EQ_ADJ_ROTATE();
+    }
+    sweep_restore_fp(fp_state);
+  }
+  free(rbuf);
+  free(src_rows);
+}
