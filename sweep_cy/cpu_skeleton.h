@@ -60,6 +60,9 @@
  *                     band_idx, band_row, band_u, band_w, replay_w,
  *                     outer_idx, outer_row, cpml_pos.
  *   SWEEP_EQ_FORWARD, SWEEP_EQ_BACKWARD   names of the two entry points.
+ *   SWEEP_EQ_SNAP_VALUES  values per cell of a gradient snapshot (default 1;
+ *                     see SWEEP_SNAP_STRIDE and SWEEP_WR_PITCH below).
+ *                     Boundary saving (band_w, replay_w) keeps one.
  *   SWEEP_EQ_BLOCKING 1: forward steps that store nothing may be blocked in
  *                     time (cpu_blocking.h).  Only for one leapfrog stage per
  *                     step, of reach SWEEP_H, that writes step n + 1 over the
@@ -153,6 +156,16 @@
  * step run in one work-shared loop), and the one-stage leapfrog of
  * cpu_blocking.h where SWEEP_EQ_BLOCKING is 1.
  */
+
+/* Snapshot values per cell and step (SWEEP_EQ_SNAP_VALUES, default 1): one
+ * slot holds value v of shot s at (v * slot_shots + s) * store_cells, so the
+ * correlate hook finds value v at st + v * SWEEP_SNAP_STRIDE(p); the forward
+ * row hook writes value v of cell x to wr[x + v * SWEEP_WR_PITCH(p)]. */
+#ifndef SWEEP_EQ_SNAP_VALUES
+#define SWEEP_EQ_SNAP_VALUES 1
+#endif
+#define SWEEP_SNAP_STRIDE(p) ((p)->slot_shots * SWEEP_FN(store_cells)(p))
+#define SWEEP_WR_PITCH(p) ((p)->shape[2])
 
 /* Cells per shot of a gradient snapshot: [store_lo, store_hi), the model and
  * its CPML (every cell whose coefficients derive from the model). */
@@ -348,11 +361,13 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
     /* The snapshot values (W^n) of one row, copied into the compact snapshot
      * (model cells only), the band save and/or the replay's outer cells. */
     SWEEP_R *wrow = f->store || n_band || replay
-                        ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2])
+                        ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2] * SWEEP_EQ_SNAP_VALUES)
                         : NULL;
     for (sweep_int t = t0; t < t0 + n_steps; ++t) {
       const sweep_int slot = f->store ? SWEEP_FN(store_slot)(p, t, t0) : -1;
-      SWEEP_R *store = slot >= 0 ? (SWEEP_R *)f->store + slot * p->slot_shots * mc : NULL;
+      SWEEP_R *store =
+          slot >= 0 ? (SWEEP_R *)f->store + slot * SWEEP_EQ_SNAP_VALUES * p->slot_shots * mc
+                    : NULL;
       SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u + (t - t0) * p->slot_shots * n_band : NULL;
       SWEEP_R *bw = n_save ? (SWEEP_R *)f->band_w + (t - t0) * p->slot_shots * n_band : NULL;
       SWEEP_R *rw = replay ? (SWEEP_R *)f->replay_w + (t - t0) * p->slot_shots * p->n_outer : NULL;
@@ -384,8 +399,15 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
               SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y);
             }
             if (orow >= 0) SWEEP_FN(copy_outer_row)(p, rw + shot * p->n_outer + orow, wr, outer);
+#if SWEEP_EQ_SNAP_VALUES == 1
             if (srow >= 0)
               sweep_stream_copy(store + shot * mc + srow, wr + slo2, sizeof(SWEEP_R) * s2);
+#else
+            if (srow >= 0)
+              for (int v_ = 0; v_ < SWEEP_EQ_SNAP_VALUES; ++v_)
+                sweep_stream_copy(store + (v_ * p->slot_shots + shot) * mc + srow,
+                                  wr + v_ * SWEEP_WR_PITCH(p) + slo2, sizeof(SWEEP_R) * s2);
+#endif
             if (brow >= 0) {
               /* Band cells of this row, in band_idx order: the whole model row,
                * or its ends when the row is plain in z and y. */
@@ -520,7 +542,10 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
     for (sweep_int t = t_end - 1; t >= t_begin; --t) {
       const sweep_int slot =
           f->store && SWEEP_EQ_ADJ_GRAD ? SWEEP_FN(store_slot)(p, t, t_begin) : -1;
-      const SWEEP_R *store = slot >= 0 ? (const SWEEP_R *)f->store + slot * p->slot_shots * mc : NULL;
+      const SWEEP_R *store =
+          slot >= 0
+              ? (const SWEEP_R *)f->store + slot * SWEEP_EQ_SNAP_VALUES * p->slot_shots * mc
+              : NULL;
       /* held: the snapshots of step t + 1, whose correlation this step does. */
       const SWEEP_R *held = deferred;
       const int defer = pairing && store && !held && t > t_begin &&
