@@ -109,12 +109,18 @@
  *
  * Sources, receivers and gradients (expressions on one cell)
  *   SWEEP_EQ_FWD_RECORD(i)     what receivers record, after the step's rows.
+ *   SWEEP_EQ_FWD_RECORD_EXTRA(p, f, shot, off, t)  optional: records further
+ *                              outputs of step t of the shot at off (into f's
+ *                              arrays of slot_shots shots, unbuffered); runs
+ *                              after the receivers when f->rec is set (not
+ *                              in the blocked forward: SWEEP_EQ_BLOCKING 0).
  *   SWEEP_EQ_FWD_SOURCE(i, j, a)  adds amplitude a to the new state.
  *   SWEEP_EQ_GRAD(f)           the model gradient output, NULL when not wanted
  *                              (the call then correlates no snapshot).
  *   SWEEP_EQ_ADJ_GRAD          the same, in the parallel region.
  *   SWEEP_EQ_ADJ_RESIDUAL(i, j, r)  adds the residual r of a receiver.
- *   SWEEP_EQ_ADJ_SOURCE_GRAD(i)  the gradient of a source amplitude.
+ *   SWEEP_EQ_ADJ_SOURCE_GRAD(i, j)  the gradient of a source amplitude (j: the
+ *                              cell in one shot's grid, for the model arrays).
  *   SWEEP_EQ_ADJ_SOURCE_TERM(i, a)  the model gradient's term of a source of
  *                              amplitude a (sampled like the snapshots).
  *
@@ -452,6 +458,9 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
             for (sweep_int r = 0; r < p->n_rec; ++r)
               rec[(shot * p->n_rec + r) * p->nt + t] = SWEEP_EQ_FWD_RECORD(off + ri[r]);
           }
+#ifdef SWEEP_EQ_FWD_RECORD_EXTRA
+          SWEEP_EQ_FWD_RECORD_EXTRA(p, f, shot, off, t);
+#endif
         }
         if (f->src_amp) {
           const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
@@ -584,7 +593,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
         for (sweep_int k = 0; k < p->n_src; ++k) {
           const sweep_int j = f->src_idx[shot * p->n_src + k];
           const sweep_int a = (shot * p->n_src + k) * p->nt + t;
-          if (f->grad_src) ((SWEEP_R *)f->grad_src)[a] = SWEEP_EQ_ADJ_SOURCE_GRAD(off + j);
+          if (f->grad_src) ((SWEEP_R *)f->grad_src)[a] = SWEEP_EQ_ADJ_SOURCE_GRAD(off + j, j);
           /* With sampling (store_every k > 1) the caller scales the gradient by k,
            * so the source term is sampled like the snapshots. */
           if (SWEEP_EQ_ADJ_GRAD && f->src_amp && t % p->store_every == 0)
