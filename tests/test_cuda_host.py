@@ -169,7 +169,7 @@ def _use_host_cuda(monkeypatch, tmp_path_factory, *, debug: bool = False) -> lis
         used.append(mod)
         _cuda_backend.run_steps(mod, ndim, order, adjoint, params, fields, t, n)
 
-    original = _compiled.CompiledAcoustic.__dict__["_constants"].func
+    original = _compiled.CompiledStepper.__dict__["_constants"].func
 
     def constants(self):
         out = original(self)  # the device's receiver-cell groups, as for CuPy arrays
@@ -179,9 +179,9 @@ def _use_host_cuda(monkeypatch, tmp_path_factory, *, debug: bool = False) -> lis
         return out
 
     prop = functools.cached_property(constants)
-    prop.__set_name__(_compiled.CompiledAcoustic, "_constants")
-    monkeypatch.setattr(_compiled.CompiledAcoustic, "_constants", prop)
-    monkeypatch.setattr(_compiled.CompiledAcoustic, "_run", run)
+    prop.__set_name__(_compiled.CompiledStepper, "_constants")
+    monkeypatch.setattr(_compiled.CompiledStepper, "_constants", prop)
+    monkeypatch.setattr(_compiled.CompiledStepper, "_run", run)
     return used
 
 
