@@ -58,6 +58,7 @@ extern "C" const char *emu_debug_what(void) { return sweep_emu_what; }
 """
 
 _KERNEL = re.compile(r'extern "C" __global__ void (\w+)\(([^)]*)\)')
+_STRUCT = re.compile(r"\bsweep_\w+_(params|fields)\b")
 
 
 def _kernels(source: str) -> dict[str, list[str]]:
@@ -72,7 +73,7 @@ def _wrapper(name: str, types: list[str]) -> str:
     """C++ that runs kernel ``name`` over a whole grid, one thread after another."""
     decl, call = [], []
     for k, ty in enumerate(types):
-        if "sweep_acoustic_" in ty:  # structs come by pointer from Python
+        if _STRUCT.search(ty):  # structs come by pointer from Python
             decl.append(f"const {ty.replace('const ', '')} *a{k}")
             call.append(f"*a{k}")
         else:
@@ -104,7 +105,7 @@ class _HostModule:
             dims = [(ctypes.c_uint * 3)(*(tuple(d) + (1,) * (3 - len(d)))) for d in (grid, block)]
             keep, cargs = [], []
             for ty, a in zip(types, args, strict=True):
-                if "sweep_acoustic_" in ty:
+                if _STRUCT.search(ty):
                     buf = ctypes.create_string_buffer(a.tobytes())
                     keep.append(buf)
                     cargs.append(ctypes.cast(buf, ctypes.c_void_p))
@@ -121,14 +122,15 @@ class _HostModule:
 
 @functools.cache
 def _host_module(
-    ndim: int, order: int, dtype_str: str, build_dir: str, debug: bool = False
+    equation: str, ndim: int, order: int, dtype_str: str, build_dir: str, debug: bool = False
 ) -> _HostModule:
     src = _cuda_backend.source_dir()
-    text = (src / "acoustic.cu").read_text()
+    text = (src / f"{equation}.cu").read_text()
     kernels = _kernels(text)
-    assert kernels, "no kernels found in acoustic.cu"
+    assert kernels, f"no kernels found in {equation}.cu"
     tag = "_debug" if debug else ""
-    unit = Path(build_dir) / f"acoustic_{ndim}d_o{order}_{np.dtype(dtype_str).name}{tag}.cpp"
+    name = f"{equation}_{ndim}d_o{order}_{np.dtype(dtype_str).name}{tag}.cpp"
+    unit = Path(build_dir) / name
     lib = unit.with_suffix(".so")
     unit.write_text(
         _SHIM
@@ -165,9 +167,9 @@ def _use_host_cuda(monkeypatch, tmp_path_factory, *, debug: bool = False) -> lis
 
     def run(self, ndim, order, is_double, adjoint, params, fields, t, n, n_threads=0):
         dtype = np.dtype(np.float64 if is_double else np.float32).str
-        mod = _host_module(ndim, order, dtype, build, debug)
+        mod = _host_module(self.name, ndim, order, dtype, build, debug)
         used.append(mod)
-        _cuda_backend.run_steps(mod, ndim, order, adjoint, params, fields, t, n)
+        _cuda_backend.run_steps(mod, self.name, ndim, order, adjoint, params, fields, t, n)
 
     original = _compiled.CompiledStepper.__dict__["_constants"].func
 
