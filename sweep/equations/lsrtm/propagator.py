@@ -7,9 +7,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..._api import eager_only_impl, eager_vjp
+import numpy as np
+
+from ... import _memory
+from ... import _validate as val
+from ..._api import check_cotangent, eager_vjp
 from ..._setup import Call, prepare, velocity_speeds
-from ...acoustic import AcousticResult
+from ..._xp import from_kernel_array, is_numpy_array, kernel_array
+from ...acoustic import AcousticResult, model_gradient
+from .compiled import CompiledLSRTM
 from .eager import EagerLSRTM
 
 __all__ = ["LSRTMResult", "lsrtm"]
@@ -32,7 +38,10 @@ class LSRTMResult(AcousticResult):
     background_wavefield : array, shape (n_shots, *model_shape)
         The background field at time ``nt * dt``.
     impl : str
-        The implementation that ran (``"eager"``).
+        The implementation that ran, ``"c"`` or ``"eager"``.
+    memory_plan : MemoryPlan or None
+        What a gradient run kept for its adjoint pass (``impl="c"``); None
+        for forward-only and eager runs.
     state : dict
         Final padded fields: ``u0``/``u0_prev`` (background), ``u1``/``u1_prev``
         (scattered) and their CPML ``psi0``/``zeta0``, ``psi1``/``zeta1``.
@@ -44,26 +53,57 @@ class LSRTMResult(AcousticResult):
 
 def _prepare(vp: Any, mp: Any, **settings: Any) -> Call:
     """Validate every argument of :func:`lsrtm` (before any compute)."""
-    settings["impl"] = eager_only_impl(settings["impl"], "lsrtm")
     return prepare(
         {"vp": vp, "mp": mp}, {"vp": "positive", "mp": "any"}, velocity_speeds("vp"),
         equation="lsrtm", **settings,
     )  # fmt: skip
 
 
-def _result(
-    call: Call, engine: EagerLSRTM, receivers: Any, background: Any, state: dict[str, Any]
-) -> LSRTMResult:
+def _result(call: Call, receivers: Any, background: Any, state: dict[str, Any]) -> LSRTMResult:
+    view = (slice(None), *call.geom.model_slices())
     return LSRTMResult(
         receivers=receivers,
-        wavefield=engine.model_view(state["u1"]),
-        previous_wavefield=engine.model_view(state["u1_prev"]),
+        wavefield=state["u1"][view],
+        previous_wavefield=state["u1_prev"][view],
         impl=call.impl,
         state=state,
         geometry=call.geom,
         background_receivers=background,
-        background_wavefield=engine.model_view(state["u0"]),
+        background_wavefield=state["u0"][view],
     )
+
+
+def _run(call: Call, *, gradient: bool) -> tuple[LSRTMResult, Any]:
+    """Run the forward pass; with ``gradient``, keep the tape of the memory plan (``impl="c"``)."""
+    geom = call.geom
+    vp, mp = call.models["vp"], call.models["mp"]
+    if call.impl == "eager":
+        engine = EagerLSRTM.build(geom, vp)
+        receivers, background, state = engine.run(vp, mp, call.amp, call.progress)
+        return _result(call, receivers, background, state), None
+    # Every caller array reaches the kernels through kernel_array (see sweep.acoustic).
+    dtype = val.dtype_name(vp)
+    vp_k = kernel_array(vp, dtype, name="vp")
+    mp_k = kernel_array(mp, dtype, name="mp")
+    xp = np if is_numpy_array(vp_k) else __import__("cupy")
+    engine = CompiledLSRTM(geom, xp, vp_k.dtype, call.n_threads)
+    amp_k = None if call.amp is None else engine.kernel_input(call.amp, name="source_amplitudes")
+    coeffs = engine.kernel_coefficients(vp_k, mp_k)
+    plan = _memory.plan(engine, call.memory) if gradient else None
+    traces, final, tape = _memory.forward(engine, coeffs, amp_k, plan, call.progress)
+
+    def back(x: Any) -> Any:
+        return from_kernel_array(x, vp)
+
+    state = {}
+    for s, wave in (("0", final.background), ("1", final.scattered)):
+        state[f"u{s}_prev"] = back(wave.u_prev)
+        state[f"u{s}"] = back(wave.u)
+        state[f"psi{s}"] = [back(wave.psi[ax][0]) for ax in engine.axes]
+        state[f"zeta{s}"] = [back(wave.zeta[ax]) for ax in engine.axes]
+    result = _result(call, back(traces[0]), back(traces[1]), state)
+    result.memory_plan = plan
+    return result, (engine, tape, vp_k)
 
 
 def lsrtm(
@@ -114,14 +154,18 @@ def lsrtm(
         As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
         ``vp``; fix them when comparing with finite differences of
         :func:`sweep.acoustic`).
-    impl : {None, "auto", "eager"}
-        LSRTM runs the eager Array-API code; ``"c"`` raises until its compiled
-        kernels exist.
+    impl : {None, "auto", "c", "eager"}
+        As in :func:`sweep.acoustic`: ``"c"`` runs the compiled kernels (with
+        their hand-written adjoint, so :func:`sweep.vjp` differentiates NumPy
+        and CuPy arrays), ``"eager"`` the Array-API code.
     n_threads, memory, storage_mode, storage_compression,
     model_gradient_sampling_interval, storage_bytes_limit_device,
     storage_bytes_limit_host
-        Accepted for a uniform signature; they configure compiled kernels,
-        which LSRTM does not have yet (non-default memory options warn).
+        As in :func:`sweep.acoustic` (``impl="c"``).  A gradient step keeps
+        two snapshot values per cell (the background's and the scattered
+        field's ``W``), twice the acoustic storage; boundary saving does not
+        apply (the Born stepper is not reversible), so
+        ``MemoryOptions(strategy="boundary")`` is refused.
 
     Returns
     -------
@@ -129,9 +173,8 @@ def lsrtm(
         ``.receivers`` (scattered) and ``.background_receivers``.
     """
     call = _prepare(**locals())  # every parameter of this function, by name
-    engine = EagerLSRTM.build(call.geom, vp)
-    receivers, background, state = engine.run(vp, mp, call.amp, call.progress)
-    return _result(call, engine, receivers, background, state)
+    result, _ = _run(call, gradient=False)
+    return result
 
 
 def _lsrtm_vjp(
@@ -141,16 +184,45 @@ def _lsrtm_vjp(
     args = inspect.signature(lsrtm).bind(vp, mp, grid_spacing, dt, **kwargs)
     args.apply_defaults()
     call = _prepare(**args.arguments)
-    engine = EagerLSRTM.build(call.geom, vp)
+    if call.impl == "eager":
+        return _eager_vjp(call)
+    result, (engine, tape, vp_k) = _run(call, gradient=True)
+    geom, amp = call.geom, call.amp
+    # The pullback must not hold the result (see sweep.acoustic).
+    shape, dtype = tuple(result.receivers.shape), val.dtype_name(result.receivers)
+
+    def pullback(d_receivers: Any) -> dict[str, Any]:
+        check_cotangent(d_receivers, shape, dtype)
+        d_k = engine.kernel_input(d_receivers, name="the receiver cotangent")
+        g_model, g_src = _memory.backward(
+            engine, tape, d_k, model=True, source=amp is not None, progress=call.progress
+        )
+        grads = {}
+        if g_model is not None:
+            g_k, g_mp = g_model
+            # K = (vp dt)^2 repeated into the CPML; dK = 2 K mp is in g_k already.
+            grads["vp"] = from_kernel_array(model_gradient(geom, g_k, vp_k), vp)
+            grads["mp"] = from_kernel_array(geom.fold_to_model(g_mp), vp)
+        if amp is not None:
+            grads["source_amplitudes"] = from_kernel_array(g_src, vp)
+        return grads
+
+    pullback.release = tape.close  # type: ignore[attr-defined]
+    return result, pullback
+
+
+def _eager_vjp(call: Call) -> tuple[LSRTMResult, Callable[[Any], dict[str, Any]]]:
+    """Gradients of the eager path come from the array library's autodiff."""
+    engine = EagerLSRTM.build(call.geom, call.models["vp"])
 
     def run(models: tuple, amp: Any) -> tuple[Any, Any]:
         scattered, background, state = engine.run(*models, amp, call.progress)
         return scattered, (background, state)
 
     receivers, (background, state), pullback = eager_vjp(
-        call.models, call.amp, run, "lsrtm", compiled=False
+        call.models, call.amp, run, "lsrtm", compiled=True
     )
-    return _result(call, engine, receivers, background, state), pullback
+    return _result(call, receivers, background, state), pullback
 
 
 lsrtm.__sweep_vjp__ = _lsrtm_vjp  # type: ignore[attr-defined]
