@@ -1,7 +1,7 @@
 """CUDA launcher: compiles ``cuda/*.cu`` with CuPy (NVRTC) and runs time steps.
 
 It exposes the same ``<equation>_run`` entry points as the CPU binding
-(``sweep._C``: ``acoustic_run``), taking the same parameter and
+(``sweep._C``: ``acoustic_run``, ``lsrtm_run``), taking the same parameter and
 pointer records, so the driver in ``sweep._compiled`` is shared.  Kernels are
 compiled once per (equation, ndim, order, dtype, device, options) from a
 preamble that defines the specialisation macros and the FD coefficients
@@ -35,7 +35,7 @@ _BLOCK = (32, 8, 1)
 # The equations with CUDA kernels (cuda/<equation>.cu), and the wavefields of
 # each: the suffixes of their fields' names in the pointer record (u{s},
 # u{s}_prev, psi{s}, psi{s}_new, zeta{s}, zeta{s}_new).
-WAVES = {"acoustic": ("",)}
+WAVES = {"acoustic": ("",), "lsrtm": ("0", "1")}
 
 
 def source_dir() -> Path:
@@ -210,6 +210,21 @@ def acoustic_run(
 ) -> None:
     """Run ``n_steps`` forward steps from ``t`` or adjoint steps ending at ``t``."""
     _run("acoustic", ndim, order, is_double, adjoint, params, fields, t, n_steps)
+
+
+def lsrtm_run(
+    ndim: int,
+    order: int,
+    is_double: bool,
+    adjoint: bool,
+    params: np.ndarray,
+    fields: np.ndarray,
+    t: int,
+    n_steps: int,
+    n_threads: int = 0,
+) -> None:
+    """Run Born (LSRTM) steps as :func:`acoustic_run` does acoustic ones."""
+    _run("lsrtm", ndim, order, is_double, adjoint, params, fields, t, n_steps)
 
 
 def run_steps(
