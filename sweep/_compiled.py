@@ -603,7 +603,9 @@ class CompiledStepper:
         g = self.geom
         f = _Fields(self, adjoint=False)
         self._common(f, coeffs, amp, adjoint=False)
-        f.set("rec", self._receiver_record(receivers) if g.n_rec else None)
+        f.set(
+            "rec", self._receiver_record(receivers) if g.n_rec and receivers is not None else None
+        )
         self._forward_state(f, state)
         f.set("store", store)
         if band_u is not None:
