@@ -145,10 +145,10 @@
  * The next equations, in these terms.  VRZ (variable density): the acoustic
  * hooks nearly as they are, B added to SWEEP_EQ_MODEL and its rows reading
  * it; its snapshot value per cell must still be one (or the store grows a
- * second one).  Born: both fields (u0, u1 and their psi) in the state
- * declarations and the rotations, the rows updating both, SWEEP_EQ_FWD_RECORD
- * reading u1, SWEEP_EQ_FWD_SOURCE adding to u0, two adjoint fields in
- * SWEEP_EQ_ADJ_STATE.  Elastic, Maxwell: the second half step of a row
+ * second one).  Born (LSRTM) is lsrtm_cpu_impl.h: both fields in the state
+ * declarations and the rotations, the rows updating both, two snapshot
+ * values, SWEEP_EQ_FWD_RECORD reading u1 and SWEEP_EQ_FWD_RECORD_EXTRA the
+ * background u0.  Elastic, Maxwell: the second half step of a row
  * reads neighbour rows of the first, so the two cannot share one row hook;
  * the skeleton's row loop needs a phase loop around it (a barrier between
  * phases) first, and they set SWEEP_EQ_BLOCKING 0.
