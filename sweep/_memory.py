@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _debug, _revolve
+from . import _callbacks, _debug, _revolve
 from ._config import config
 from ._memory_options import CKPT_DEFAULT_CHUNKS, MemoryOptions
 from ._stepper import AdjointState, ForwardState, ReversibleStepper, Stepper
@@ -828,7 +828,8 @@ def _forward_boundary(run: _Fwd) -> None:
     windows = _Window(engine, bu), _Window(engine, bw)
     seg = replay_segment(engine)
     bounds = _store_bounds(engine, bu, progress, align=max(1, plan_.transfer_interval))
-    bounds = sorted(set(bounds) | set(range(0, nt, seg)))
+    # Segments start the replays; callback steps must end calls (sweep._callbacks).
+    bounds = sorted(set(bounds) | set(range(0, nt, seg)) | _callbacks.chunk_bounds(engine, nt))
     for t0, t1 in pairwise(bounds):
         if t0 % seg == 0:  # the outer state a replay of this segment starts from
             tape.states.append([x.copy() for x in state.outer_parts()])

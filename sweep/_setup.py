@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _memory
 from . import _validate as val
+from ._callbacks import Callbacks, check_callbacks
 from ._grid import Geometry
 from ._impl import resolve_impl
 from ._xp import array_namespace, is_concrete, library_name, to_host
@@ -58,6 +59,7 @@ class Call:
     n_threads: int
     progress: bool
     memory: _memory.MemorySettings
+    callbacks: Callbacks | None = None
 
 
 def prepare(
@@ -80,6 +82,9 @@ def prepare(
     impl: str | None,
     n_threads: int | None,
     progress: bool,
+    forward_callback: Any = None,
+    backward_callback: Any = None,
+    callback_frequency: Any = 1,
     stacklevel: int = 5,
     **memory_options: Any,
 ) -> Call:
@@ -133,7 +138,13 @@ def prepare(
     dt = val.check_dt(dt)
     order = val.check_accuracy(accuracy)
     mem = _memory.check_settings(**memory_options)
+    callbacks = check_callbacks(forward_callback, backward_callback, callback_frequency)
     impl = resolve_impl(impl, stacklevel=stacklevel)
+    if impl == "eager" and backward_callback is not None:
+        raise ValueError(
+            "backward_callback runs in the compiled adjoint pass (impl='c'); with impl='eager' "
+            "gradients come from the array library's autodiff, which has no such hook"
+        )
     widths, free = val.check_pml(pml_width, free_surface, model_shape)
     for d, n in enumerate(model_shape):
         if n < 2 * val._fd.halo(order) + 1 and (free[2 * d] or free[2 * d + 1]):
@@ -224,7 +235,7 @@ def prepare(
             stacklevel=stacklevel - 1,  # resolve_impl is one frame deeper
         )
     return Call(geom, impl, dict(models), source_amplitudes, int(n_threads or 0), bool(progress),
-                mem)  # fmt: skip
+                mem, callbacks)  # fmt: skip
 
 
 def velocity_speeds(name: str) -> Callable[[dict[str, np.ndarray], int], Speeds]:

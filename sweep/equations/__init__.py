@@ -131,6 +131,9 @@ class EquationSpec:
         "nt",
         "n_threads",
         "progress",
+        "forward_callback",
+        "backward_callback",
+        "callback_frequency",
         *MEMORY_OPTIONS,
     )
     description: str = ""
@@ -277,6 +280,12 @@ def build_eager_plan(
         else:
             fill = 0.0 if m.constraint == "any" else 1.0
         hosts.append(_host_proxy(x, fill, m.name, traced_needs))
+    for name in ("forward_callback", "backward_callback"):
+        if settings.get(name) is not None:
+            raise ValueError(
+                f"{name} is not supported by the adapters' eager time loop yet; call "
+                f"sweep.{spec.name} directly, or use impl='c' where the equation has it"
+            )
     amp_host = _host_proxy(source_amplitudes, 0.0, "source_amplitudes", "")
     # Memory strategies belong to the compiled adjoint; eager gradients come from autodiff.
     settings = {k: x for k, x in settings.items() if k not in MEMORY_OPTIONS}

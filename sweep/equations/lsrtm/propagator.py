@@ -84,6 +84,9 @@ def lsrtm(
     impl: str | None = None,
     n_threads: int | None = None,
     progress: bool = False,
+    forward_callback: Any = None,
+    backward_callback: Any = None,
+    callback_frequency: int = 1,
     memory: Any = None,
     storage_mode: str = "auto",
     storage_compression: bool | str = False,
@@ -110,7 +113,8 @@ def lsrtm(
     mp : array, same shape
         Relative velocity perturbation ``delta vp / vp`` (any sign, finite).
     grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
-    accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress
+    accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress,
+    forward_callback, callback_frequency
         As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
         ``vp``; fix them when comparing with finite differences of
         :func:`sweep.acoustic`).
@@ -130,7 +134,7 @@ def lsrtm(
     """
     call = _prepare(**locals())  # every parameter of this function, by name
     engine = EagerLSRTM.build(call.geom, vp)
-    receivers, background, state = engine.run(vp, mp, call.amp, call.progress)
+    receivers, background, state = engine.run(vp, mp, call.amp, call.progress, call.callbacks)
     return _result(call, engine, receivers, background, state)
 
 
@@ -144,7 +148,7 @@ def _lsrtm_vjp(
     engine = EagerLSRTM.build(call.geom, vp)
 
     def run(models: tuple, amp: Any) -> tuple[Any, Any]:
-        scattered, background, state = engine.run(*models, amp, call.progress)
+        scattered, background, state = engine.run(*models, amp, call.progress, call.callbacks)
         return scattered, (background, state)
 
     receivers, (background, state), pullback = eager_vjp(

@@ -96,7 +96,10 @@ class EagerVRZ(EagerBase):
         u_new = self.mirror_ghosts(self.inject(u_new, src_scale, amp_t))
         return {"u_prev": u, "u": u_new, "psi": psi_new, "zeta": zeta_new}, rec
 
-    def run(self, vp: Any, z: Any, amp: Any, progress: bool = False) -> tuple[Any, dict]:
+    def run(
+        self, vp: Any, z: Any, amp: Any, progress: bool = False, callbacks: Any = None
+    ) -> tuple[Any, dict]:
         """Propagate all time steps; returns receivers and the final state."""
-        records, state = self.run_steps(self.coefficients(vp, z), amp, progress)
+        coeffs = self.coefficients(vp, z)
+        records, state = self.run_steps(coeffs, amp, progress, callbacks, {"vp": vp, "z": z})
         return self.stack_records(records), self.final_state(state)
