@@ -650,16 +650,24 @@ class _Bwd:
 
 
 def forward(
-    engine: Stepper, coeffs: Any, amp: Any, plan_: MemoryPlan | None, progress: bool
+    engine: Stepper,
+    coeffs: Any,
+    amp: Any,
+    plan_: MemoryPlan | None,
+    progress: bool,
+    initial: Any = None,
 ) -> tuple[Any, ForwardState, Tape | None]:
     """Run the forward pass; keep what ``plan_`` says for the adjoint pass.
 
     ``coeffs`` and ``amp`` are the model and the source amplitudes in the
-    stepper's layout (see :mod:`sweep._stepper`).  Returns the receiver
+    stepper's layout (see :mod:`sweep._stepper`); ``initial(state)``, when
+    given, fills the state of step 0 (a restart).  Returns the receiver
     traces, the final state and the tape (None without ``plan_``).
     """
     receivers = engine.new_receivers()
     state = engine.new_state()
+    if initial is not None:
+        initial(state)
     bar = progress_bar(progress, engine.nt, "sweep forward")
     tape = None if plan_ is None else Tape(plan_, coeffs, amp, state)
     run = _Fwd(engine, coeffs, amp, state, receivers, tape, bar, progress)

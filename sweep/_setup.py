@@ -60,6 +60,7 @@ class Call:
     progress: bool
     memory: _memory.MemorySettings
     callbacks: Callbacks | None = None
+    initial_state: dict[str, Any] | None = None
 
 
 def prepare(
@@ -85,6 +86,8 @@ def prepare(
     forward_callback: Any = None,
     backward_callback: Any = None,
     callback_frequency: Any = 1,
+    initial_state: Any = None,
+    wavefields: Sequence[str] = ("u", "u_prev", "psi", "zeta"),
     stacklevel: int = 5,
     **memory_options: Any,
 ) -> Call:
@@ -100,6 +103,9 @@ def prepare(
         ``speeds(host_models, order) -> Speeds`` of concrete models.
     equation : str
         The propagator's name, for messages.
+    initial_state : dict, optional
+        The state of step 0 (a previous result's ``state``): checked against
+        ``wavefields``, the equation's declared state fields.
     stacklevel : int
         Stack level of warnings, counted from this function.
     **memory_options
@@ -234,8 +240,46 @@ def prepare(
             UserWarning,
             stacklevel=stacklevel - 1,  # resolve_impl is one frame deeper
         )
+    if initial_state is not None:
+        check_initial_state(initial_state, geom, lead, wavefields)
     return Call(geom, impl, dict(models), source_amplitudes, int(n_threads or 0), bool(progress),
-                mem, callbacks)  # fmt: skip
+                mem, callbacks, initial_state)  # fmt: skip
+
+
+def check_initial_state(state: Any, geom: Geometry, like: Any, wavefields: Sequence[str]) -> None:
+    """Check a restart state: a previous result's ``state`` for the same grid and shots."""
+    if not isinstance(state, dict):
+        raise TypeError(
+            f"initial_state must be a dict like a result's .state, got {type(state).__name__}"
+        )
+    missing = [k for k in wavefields if k not in state]
+    if missing:
+        raise ValueError(
+            f"initial_state lacks {missing}; pass a previous result's .state (keys "
+            f"{list(wavefields)})"
+        )
+    shape = (geom.n_shots, *geom.padded_shape)
+    for key in wavefields:
+        value = state[key]
+        arrays = value if isinstance(value, (list, tuple)) else [value]
+        if isinstance(value, (list, tuple)) and len(value) != geom.ndim:
+            raise ValueError(f"initial_state[{key!r}] needs one array per axis ({geom.ndim})")
+        for x in arrays:
+            if tuple(getattr(x, "shape", ())) != shape:
+                raise ValueError(
+                    f"initial_state[{key!r}] has shape {tuple(getattr(x, 'shape', ()))}; a "
+                    f"restart needs the padded shape {shape} of this call (same model, "
+                    "pml_width, accuracy and shots as the run it continues)"
+                )
+            if val.dtype_name(x) != val.dtype_name(like) or (
+                array_namespace(x) is not array_namespace(like)
+            ):
+                raise TypeError(
+                    f"initial_state[{key!r}] must be a {library_name(like)} "
+                    f"{val.dtype_name(like)} array like the models"
+                )
+            if is_concrete(x) and not np.all(np.isfinite(np.asarray(to_host(x)))):
+                raise ValueError(f"initial_state[{key!r}] contains NaN or infinite values")
 
 
 def velocity_speeds(name: str) -> Callable[[dict[str, np.ndarray], int], Speeds]:

@@ -73,6 +73,7 @@ class _Call:
     progress: bool
     memory: _memory.MemorySettings
     callbacks: Callbacks | None = None
+    initial_state: dict[str, Any] | None = None
 
 
 def _prepare(
@@ -94,6 +95,7 @@ def _prepare(
     forward_callback: Any = None,
     backward_callback: Any = None,
     callback_frequency: Any = 1,
+    initial_state: Any = None,
     **memory_options: Any,
 ) -> _Call:
     """Validate every argument (before any compute) and build the geometry.
@@ -123,10 +125,11 @@ def _prepare(
         forward_callback=forward_callback,
         backward_callback=backward_callback,
         callback_frequency=callback_frequency,
+        initial_state=initial_state,
         **memory_options,
     )
     return _Call(call.geom, call.impl, v, source_amplitudes, call.n_threads, call.progress,
-                 call.memory, call.callbacks)  # fmt: skip
+                 call.memory, call.callbacks, call.initial_state)  # fmt: skip
 
 
 def _model_view(geom: Geometry, padded: Any) -> Any:
@@ -152,7 +155,9 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     geom = call.geom
     if call.impl == "eager":
         engine = EagerAcoustic.build(geom, call.v)
-        receivers, state = engine.run(call.v, call.amp, call.progress, call.callbacks)
+        receivers, state = engine.run(
+            call.v, call.amp, call.progress, call.callbacks, call.initial_state
+        )
         return _result(call, receivers, state), None
     # Every caller array reaches the kernels through kernel_array: C-contiguous,
     # aligned, native byte order (a copy only when the caller's array is not).
@@ -163,7 +168,9 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     v2dt2 = engine.kernel_v2dt2(geom.pad_v2dt2(v_k))
     plan = _memory.plan(engine, call.memory) if gradient else None
     stepper = _callbacks.wrap(engine, call.callbacks, forward=_on_forward(call, engine))
-    receivers, final, tape = _memory.forward(stepper, v2dt2, amp_k, plan, call.progress)
+    receivers, final, tape = _memory.forward(
+        stepper, v2dt2, amp_k, plan, call.progress, _restart(call, engine)
+    )
 
     def back(x: Any) -> Any:
         return from_kernel_array(x, call.v)
@@ -177,6 +184,32 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     result = _result(call, back(receivers), state)
     result.memory_plan = plan
     return result, (engine, tape, v_k)
+
+
+def _restart(call: _Call, engine: CompiledAcoustic) -> Any:
+    """Return a function filling the compiled state of step 0 from ``initial_state``, or None.
+
+    The CPML memory variables are copied on their strips only (they are zero
+    elsewhere, which the kernels rely on).
+    """
+    given = call.initial_state
+    if given is None:
+        return None
+
+    def fill(state: Any) -> None:
+        def k(x: Any) -> Any:
+            return engine.kernel_input(x, name="initial_state")
+
+        state.u[...] = k(given["u"])
+        state.u_prev[...] = k(given["u_prev"])
+        strips = engine.cpml_strips
+        for i, ax in enumerate(engine.axes):
+            psi, zeta = k(given["psi"][i]), k(given["zeta"][i])
+            for sl in strips[ax]:
+                state.psi[ax][0][sl] = psi[sl]
+                state.zeta[ax][sl] = zeta[sl]
+
+    return fill
 
 
 def _on_forward(call: _Call, engine: CompiledAcoustic) -> Any:
@@ -241,6 +274,7 @@ def acoustic(
     forward_callback: Callable[[CallbackState], Any] | None = None,
     backward_callback: Callable[[CallbackState], Any] | None = None,
     callback_frequency: int = 1,
+    initial_state: dict[str, Any] | None = None,
     memory: Any = None,
     storage_mode: str = "auto",
     storage_compression: bool | str = False,
@@ -313,6 +347,10 @@ def acoustic(
         gradient accumulated so far.
     callback_frequency : int
         Steps between callbacks (default 1).
+    initial_state : dict, optional
+        Start from this state instead of rest: a previous result's ``.state``
+        (same grid, CPML and shots), so that a run can be continued; its
+        time axis restarts at 0.  A constant of the gradient.
     memory : MemoryOptions, optional
         How a gradient run (``sweep.vjp(sweep.acoustic, ...)``, the adapters)
         keeps the forward wavefield for the adjoint pass:

@@ -136,3 +136,33 @@ def test_adapters_eager_loop_rejects_callbacks():
     prop = PropTorch("acoustic", **problem, impl="eager", forward_callback=print)
     with pytest.raises(ValueError, match="not supported by the adapters' eager time loop"):
         prop(v, source_amplitudes=amp)
+
+
+@pytest.mark.parametrize(("name", "impl"), IMPLS)
+def test_restart_from_a_returned_state_continues_the_run(name, impl):
+    """nt steps equal nt1 steps, then nt - nt1 more from the returned state."""
+    problem = _problem(name)
+    spec = equations.get(name)
+    amp = problem["source_amplitudes"]
+    whole = spec.function(**problem, impl=impl)
+    first = spec.function(**dict(problem, source_amplitudes=amp[..., :13]), impl=impl)
+    rest = spec.function(**dict(problem, source_amplitudes=amp[..., 13:]), impl=impl,
+                         initial_state=first.state)  # fmt: skip
+    joined = np.concatenate([first.receivers, rest.receivers], axis=-1)
+    scale = np.abs(whole.receivers).max()
+    np.testing.assert_allclose(joined, whole.receivers, rtol=0, atol=1e-13 * scale)
+    np.testing.assert_allclose(rest.wavefield, whole.wavefield, rtol=0,
+                               atol=1e-13 * np.abs(whole.wavefield).max())  # fmt: skip
+
+
+def test_restart_state_is_checked():
+    problem = _problem()
+    state = sweep.acoustic(**problem).state
+    with pytest.raises(ValueError, match=r"initial_state lacks \['u_prev', 'psi', 'zeta'\]"):
+        sweep.acoustic(**problem, initial_state={"u": state["u"]})
+    with pytest.raises(ValueError, match="padded shape"):
+        sweep.acoustic(**dict(problem, pml_width=6), initial_state=state)
+    with pytest.raises(TypeError, match="float32"):
+        p32 = dict(problem, v=problem["v"].astype(np.float32),
+                   source_amplitudes=problem["source_amplitudes"].astype(np.float32))  # fmt: skip
+        sweep.acoustic(**p32, initial_state=state)

@@ -134,6 +134,7 @@ class EquationSpec:
         "forward_callback",
         "backward_callback",
         "callback_frequency",
+        "initial_state",
         *MEMORY_OPTIONS,
     )
     description: str = ""
@@ -280,7 +281,7 @@ def build_eager_plan(
         else:
             fill = 0.0 if m.constraint == "any" else 1.0
         hosts.append(_host_proxy(x, fill, m.name, traced_needs))
-    for name in ("forward_callback", "backward_callback"):
+    for name in ("forward_callback", "backward_callback", "initial_state"):
         if settings.get(name) is not None:
             raise ValueError(
                 f"{name} is not supported by the adapters' eager time loop yet; call "

@@ -68,14 +68,20 @@ class EagerLSRTM(EagerBase):
         return new, rec
 
     def run(
-        self, vp: Any, mp: Any, amp: Any, progress: bool = False, callbacks: Any = None
+        self,
+        vp: Any,
+        mp: Any,
+        amp: Any,
+        progress: bool = False,
+        callbacks: Any = None,
+        initial: dict[str, Any] | None = None,
     ) -> tuple[Any, Any, dict]:
         """Propagate all steps; returns scattered and background receivers and the final state."""
         self.record_background = True
         try:
             coeffs = self.coefficients(vp, mp)
             records, state = self.run_steps(coeffs, amp, progress, callbacks,
-                                            {"vp": vp, "mp": mp})  # fmt: skip
+                                            {"vp": vp, "mp": mp}, initial)  # fmt: skip
         finally:
             self.record_background = False
         scattered = self.stack_records([r[0] for r in records if r[0] is not None])

@@ -42,12 +42,15 @@ class LSRTMResult(AcousticResult):
     background_wavefield: Any = None
 
 
+_WAVEFIELDS = ("u0", "u0_prev", "psi0", "zeta0", "u1", "u1_prev", "psi1", "zeta1")
+
+
 def _prepare(vp: Any, mp: Any, **settings: Any) -> Call:
     """Validate every argument of :func:`lsrtm` (before any compute)."""
     settings["impl"] = eager_only_impl(settings["impl"], "lsrtm")
     return prepare(
         {"vp": vp, "mp": mp}, {"vp": "positive", "mp": "any"}, velocity_speeds("vp"),
-        equation="lsrtm", **settings,
+        equation="lsrtm", wavefields=_WAVEFIELDS, **settings,
     )  # fmt: skip
 
 
@@ -87,6 +90,7 @@ def lsrtm(
     forward_callback: Any = None,
     backward_callback: Any = None,
     callback_frequency: int = 1,
+    initial_state: dict[str, Any] | None = None,
     memory: Any = None,
     storage_mode: str = "auto",
     storage_compression: bool | str = False,
@@ -114,7 +118,7 @@ def lsrtm(
         Relative velocity perturbation ``delta vp / vp`` (any sign, finite).
     grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
     accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress,
-    forward_callback, callback_frequency
+    forward_callback, callback_frequency, initial_state
         As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
         ``vp``; fix them when comparing with finite differences of
         :func:`sweep.acoustic`).
@@ -134,7 +138,9 @@ def lsrtm(
     """
     call = _prepare(**locals())  # every parameter of this function, by name
     engine = EagerLSRTM.build(call.geom, vp)
-    receivers, background, state = engine.run(vp, mp, call.amp, call.progress, call.callbacks)
+    receivers, background, state = engine.run(
+        vp, mp, call.amp, call.progress, call.callbacks, call.initial_state
+    )
     return _result(call, engine, receivers, background, state)
 
 
@@ -148,7 +154,9 @@ def _lsrtm_vjp(
     engine = EagerLSRTM.build(call.geom, vp)
 
     def run(models: tuple, amp: Any) -> tuple[Any, Any]:
-        scattered, background, state = engine.run(*models, amp, call.progress, call.callbacks)
+        scattered, background, state = engine.run(
+            *models, amp, call.progress, call.callbacks, call.initial_state
+        )
         return scattered, (background, state)
 
     receivers, (background, state), pullback = eager_vjp(

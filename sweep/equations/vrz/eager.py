@@ -97,9 +97,16 @@ class EagerVRZ(EagerBase):
         return {"u_prev": u, "u": u_new, "psi": psi_new, "zeta": zeta_new}, rec
 
     def run(
-        self, vp: Any, z: Any, amp: Any, progress: bool = False, callbacks: Any = None
+        self,
+        vp: Any,
+        z: Any,
+        amp: Any,
+        progress: bool = False,
+        callbacks: Any = None,
+        initial: dict[str, Any] | None = None,
     ) -> tuple[Any, dict]:
         """Propagate all time steps; returns receivers and the final state."""
         coeffs = self.coefficients(vp, z)
-        records, state = self.run_steps(coeffs, amp, progress, callbacks, {"vp": vp, "z": z})
+        models = {"vp": vp, "z": z}
+        records, state = self.run_steps(coeffs, amp, progress, callbacks, models, initial)
         return self.stack_records(records), self.final_state(state)
