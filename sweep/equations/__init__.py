@@ -334,30 +334,30 @@ def acoustic_eager_plan(
     )  # fmt: skip
 
 
-def vrz_eager_plan(
-    models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
-) -> EagerPlan:
-    """Eager plan of :func:`sweep.vrz` (see :func:`build_eager_plan`)."""
-    from .vrz.eager import EagerVRZ
-    from .vrz.propagator import _prepare
+def _eager_plan_of(
+    name: str, engine: str, prepare: str, states: int = 1
+) -> Callable[..., EagerPlan]:
+    """Make the eager-plan builder of equation ``name`` (engine and validation by import path)."""
 
-    return build_eager_plan(
-        models, source_amplitudes, like, settings, spec=REGISTRY["vrz"], prepare=_prepare,
-        engine_cls=EagerVRZ,
-    )  # fmt: skip
+    def plan(
+        models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
+    ) -> EagerPlan:
+        return build_eager_plan(
+            models, source_amplitudes, like, settings, spec=REGISTRY[name],
+            prepare=_load(prepare), engine_cls=_load(engine), states=states,
+        )  # fmt: skip
+
+    plan.__doc__ = f"Eager plan of :func:`sweep.{name}` (see :func:`build_eager_plan`)."
+    return plan
 
 
-def lsrtm_eager_plan(
-    models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
-) -> EagerPlan:
-    """Eager plan of :func:`sweep.lsrtm` (see :func:`build_eager_plan`)."""
-    from .lsrtm.eager import EagerLSRTM
-    from .lsrtm.propagator import _prepare
-
-    return build_eager_plan(
-        models, source_amplitudes, like, settings, spec=REGISTRY["lsrtm"], prepare=_prepare,
-        engine_cls=EagerLSRTM, states=2,
-    )  # fmt: skip
+vrz_eager_plan = _eager_plan_of(
+    "vrz", "sweep.equations.vrz.eager:EagerVRZ", "sweep.equations.vrz.propagator:_prepare"
+)
+lsrtm_eager_plan = _eager_plan_of(
+    "lsrtm", "sweep.equations.lsrtm.eager:EagerLSRTM",
+    "sweep.equations.lsrtm.propagator:_prepare", states=2,
+)  # fmt: skip
 
 
 REGISTRY: dict[str, EquationSpec] = {
