@@ -153,6 +153,21 @@ class FwdState(ReversibleState):
             f.set(f"psi{suffix}_new", self.psi[ax][1], ax)
             f.set(f"zeta{suffix}", self.zeta[ax], ax)
 
+    def set_from(self, given: dict[str, Any], convert: Any, suffix: str = "") -> None:
+        """Set this wavefield from a result's ``state`` (keys ending ``suffix``): a restart.
+
+        ``convert`` brings an array into the kernels' layout.  The CPML memory
+        variables are copied on their strips only (they are zero elsewhere,
+        which the kernels rely on).
+        """
+        self.u[...] = convert(given[f"u{suffix}"])
+        self.u_prev[...] = convert(given[f"u{suffix}_prev"])
+        for i, ax in enumerate(self.psi):
+            psi, zeta = convert(given[f"psi{suffix}"][i]), convert(given[f"zeta{suffix}"][i])
+            for sl in self._strips[ax]:
+                self.psi[ax][0][sl] = psi[sl]
+                self.zeta[ax][sl] = zeta[sl]
+
     def swap(self) -> None:
         """Swap the buffers as one forward step does (u^{t+1} over u^{t-1}, psi likewise)."""
         self.u_prev, self.u = self.u, self.u_prev

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _memory
+from . import _callbacks, _memory
 from . import _validate as val
+from ._callbacks import Callbacks, CallbackState
 from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
 from ._eager_memory import eager_memory
@@ -71,6 +72,8 @@ class _Call:
     n_threads: int
     progress: bool
     memory: _memory.MemorySettings
+    callbacks: Callbacks | None = None
+    initial_state: dict[str, Any] | None = None
 
 
 def _prepare(
@@ -89,6 +92,10 @@ def _prepare(
     impl: str | None,
     n_threads: int | None,
     progress: bool,
+    forward_callback: Any = None,
+    backward_callback: Any = None,
+    callback_frequency: Any = 1,
+    initial_state: Any = None,
     **memory_options: Any,
 ) -> _Call:
     """Validate every argument (before any compute) and build the geometry.
@@ -115,10 +122,14 @@ def _prepare(
         impl=impl,
         n_threads=n_threads,
         progress=progress,
+        forward_callback=forward_callback,
+        backward_callback=backward_callback,
+        callback_frequency=callback_frequency,
+        initial_state=initial_state,
         **memory_options,
     )
     return _Call(call.geom, call.impl, v, source_amplitudes, call.n_threads, call.progress,
-                 call.memory)  # fmt: skip
+                 call.memory, call.callbacks, call.initial_state)  # fmt: skip
 
 
 def _model_view(geom: Geometry, padded: Any) -> Any:
@@ -143,7 +154,10 @@ def _result(call: _Call, receivers: Any, state: dict[str, Any]) -> AcousticResul
 def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     geom = call.geom
     if call.impl == "eager":
-        receivers, state = EagerAcoustic.build(geom, call.v).run(call.v, call.amp, call.progress)
+        engine = EagerAcoustic.build(geom, call.v)
+        receivers, state = engine.run(
+            call.v, call.amp, call.progress, call.callbacks, call.initial_state
+        )
         return _result(call, receivers, state), None
     # Every caller array reaches the kernels through kernel_array: C-contiguous,
     # aligned, native byte order (a copy only when the caller's array is not).
@@ -153,7 +167,10 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     amp_k = None if call.amp is None else engine.kernel_input(call.amp, name="source_amplitudes")
     v2dt2 = engine.kernel_v2dt2(geom.pad_v2dt2(v_k))
     plan = _memory.plan(engine, call.memory) if gradient else None
-    receivers, final, tape = _memory.forward(engine, v2dt2, amp_k, plan, call.progress)
+    stepper = _callbacks.wrap(engine, call.callbacks, forward=_on_forward(call, engine))
+    receivers, final, tape = _memory.forward(
+        stepper, v2dt2, amp_k, plan, call.progress, _restart(call, engine)
+    )
 
     def back(x: Any) -> Any:
         return from_kernel_array(x, call.v)
@@ -167,6 +184,74 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     result = _result(call, back(receivers), state)
     result.memory_plan = plan
     return result, (engine, tape, v_k)
+
+
+def _restart(call: _Call, engine: CompiledAcoustic) -> Any:
+    """Return a function filling the compiled state of step 0 from ``initial_state``, or None.
+
+    The CPML memory variables are copied on their strips only (they are zero
+    elsewhere, which the kernels rely on).
+    """
+    given = call.initial_state
+    if given is None:
+        return None
+
+    def fill(state: Any) -> None:
+        def k(x: Any) -> Any:
+            return engine.kernel_input(x, name="initial_state")
+
+        state.u[...] = k(given["u"])
+        state.u_prev[...] = k(given["u_prev"])
+        strips = engine.cpml_strips
+        for i, ax in enumerate(engine.axes):
+            psi, zeta = k(given["psi"][i]), k(given["zeta"][i])
+            for sl in strips[ax]:
+                state.psi[ax][0][sl] = psi[sl]
+                state.zeta[ax][sl] = zeta[sl]
+
+    return fill
+
+
+def _on_forward(call: _Call, engine: CompiledAcoustic) -> Any:
+    """Return the compiled forward pass's callback event, or None."""
+    cb = call.callbacks
+    if cb is None or cb.forward is None:
+        return None
+    g = call.geom
+
+    def event(t: int, state: Any) -> None:
+        fields = {"u": state.u, "u_prev": state.u_prev}
+        fields = {k: from_kernel_array(x, call.v) for k, x in fields.items()}
+        cb.forward(CallbackState(t, g.nt, g.dt, g.spacing, "forward", g, fields, {"v": call.v}))
+
+    return event
+
+
+def _on_backward(call: _Call, engine: CompiledAcoustic, tape: Any, v_k: Any) -> Any:
+    """Return the compiled adjoint pass's callback event, or None.
+
+    Its wavefields are the kernels' adjoint variable mu = v^2 dt^2 lambda at
+    steps t + 1 (``adjoint``) and t + 2 (``adjoint_prev``).
+    """
+    cb = call.callbacks
+    if cb is None or cb.backward is None:
+        return None
+    g = call.geom
+
+    def event(t: int, adj: Any) -> None:
+        fields = {"adjoint": adj.lam, "adjoint_prev": adj.lam_prev}
+        fields = {k: from_kernel_array(x, call.v) for k, x in fields.items()}
+
+        def gradient() -> dict[str, Any]:
+            if adj.grad_v2dt2 is None:
+                return {}
+            padded = engine.finish_gradient(adj, tape.coeffs) * tape.plan.interval
+            return {"v": from_kernel_array(model_gradient(g, padded, v_k), call.v)}
+
+        cb.backward(CallbackState(t, g.nt, g.dt, g.spacing, "backward", g, fields,
+                                  {"v": call.v}, gradient))  # fmt: skip
+
+    return event
 
 
 def acoustic(
@@ -186,6 +271,10 @@ def acoustic(
     impl: str | None = None,
     n_threads: int | None = None,
     progress: bool = False,
+    forward_callback: Callable[[CallbackState], Any] | None = None,
+    backward_callback: Callable[[CallbackState], Any] | None = None,
+    callback_frequency: int = 1,
+    initial_state: dict[str, Any] | None = None,
     memory: Any = None,
     storage_mode: str = "auto",
     storage_compression: bool | str = False,
@@ -245,6 +334,23 @@ def acoustic(
         OpenMP threads for ``impl="c"`` on the CPU (default: all).
     progress : bool
         Show a tqdm progress bar.
+    forward_callback : callable, optional
+        ``f(state)`` with a :class:`~sweep._callbacks.CallbackState` before
+        every ``callback_frequency``-th time step (``t = 0, k, 2k, ...``):
+        ``state.get_wavefield("u", view="inner")`` (or ``"pml"``, ``"full"``),
+        ``"u_prev"``, ``state.step``.  Wavefields are the propagator's
+        buffers: in-place edits change the propagation.
+    backward_callback : callable, optional
+        ``g(state)`` at the same steps of a gradient's adjoint pass (in
+        reverse; ``impl="c"``): ``state.get_wavefield("adjoint")`` (the
+        kernels' ``v^2 dt^2 lambda``) and ``state.get_gradient("v")``, the
+        gradient accumulated so far.
+    callback_frequency : int
+        Steps between callbacks (default 1).
+    initial_state : dict, optional
+        Start from this state instead of rest: a previous result's ``.state``
+        (same grid, CPML and shots), so that a run can be continued; its
+        time axis restarts at 0.  A constant of the gradient.
     memory : MemoryOptions, optional
         How a gradient run (``sweep.vjp(sweep.acoustic, ...)``, the adapters)
         keeps the forward wavefield for the adjoint pass:
@@ -298,8 +404,11 @@ def _acoustic_vjp(
     def pullback(d_receivers: Any) -> dict[str, Any]:
         _check_cotangent(d_receivers, expected)
         d_k = engine.kernel_input(d_receivers, name="the receiver cotangent")
+        stepper = _callbacks.wrap(
+            engine, call.callbacks, backward=_on_backward(call, engine, tape, v_k)
+        )
         g_v2dt2, g_src = _memory.backward(
-            engine, tape, d_k, model=True, source=amp is not None, progress=call.progress
+            stepper, tape, d_k, model=True, source=amp is not None, progress=call.progress
         )
         grads = {}
         if g_v2dt2 is not None:

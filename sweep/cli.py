@@ -72,12 +72,13 @@ def show_equation(name: str) -> str:
     lines = [f"{spec.name}: {spec.description}" if spec.description else spec.name]
     fields = [
         ("dimensions", ", ".join(f"{n}D" for n in spec.ndims)),
-        ("models", ", ".join(spec.models)),
+        ("models", ", ".join(f"{m.name} ({m.constraint})" for m in spec.model_specs)),
         ("wavefields", ", ".join(spec.wavefields)),
         ("sources", ", ".join(spec.sources)),
         ("receivers", ", ".join(spec.receivers)),
         ("orders", ", ".join(str(o) for o in spec.orders)),
         ("compiled (impl='c')", _yes(spec.compiled)),
+        ("boundary saving", _yes(spec.compiled and spec.reversible)),
         ("eager (impl='eager')", _yes(spec.eager_entry is not None)),
         ("function", spec.entry.replace(":", ".")),
     ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import _memory
+from ... import _callbacks, _memory
 from ... import _validate as val
 from ..._api import check_cotangent, eager_vjp
 from ..._setup import Call, prepare, velocity_speeds
@@ -51,11 +51,14 @@ class LSRTMResult(AcousticResult):
     background_wavefield: Any = None
 
 
+_WAVEFIELDS = ("u0", "u0_prev", "psi0", "zeta0", "u1", "u1_prev", "psi1", "zeta1")
+
+
 def _prepare(vp: Any, mp: Any, **settings: Any) -> Call:
     """Validate every argument of :func:`lsrtm` (before any compute)."""
     return prepare(
         {"vp": vp, "mp": mp}, {"vp": "positive", "mp": "any"}, velocity_speeds("vp"),
-        equation="lsrtm", **settings,
+        equation="lsrtm", wavefields=_WAVEFIELDS, **settings,
     )  # fmt: skip
 
 
@@ -79,7 +82,9 @@ def _run(call: Call, *, gradient: bool) -> tuple[LSRTMResult, Any]:
     vp, mp = call.models["vp"], call.models["mp"]
     if call.impl == "eager":
         engine = EagerLSRTM.build(geom, vp)
-        receivers, background, state = engine.run(vp, mp, call.amp, call.progress)
+        receivers, background, state = engine.run(
+            vp, mp, call.amp, call.progress, call.callbacks, call.initial_state
+        )
         return _result(call, receivers, background, state), None
     # Every caller array reaches the kernels through kernel_array (see sweep.acoustic).
     dtype = val.dtype_name(vp)
@@ -90,11 +95,27 @@ def _run(call: Call, *, gradient: bool) -> tuple[LSRTMResult, Any]:
     amp_k = None if call.amp is None else engine.kernel_input(call.amp, name="source_amplitudes")
     coeffs = engine.kernel_coefficients(vp_k, mp_k)
     plan = _memory.plan(engine, call.memory) if gradient else None
-    traces, final, tape = _memory.forward(engine, coeffs, amp_k, plan, call.progress)
 
     def back(x: Any) -> Any:
         return from_kernel_array(x, vp)
 
+    def fields(state: Any) -> dict[str, Any]:  # as the eager path names them
+        out = {}
+        for s, wave in (("0", state.background), ("1", state.scattered)):
+            out[f"u{s}"], out[f"u{s}_prev"] = back(wave.u), back(wave.u_prev)
+        return out
+
+    def restart(state: Any) -> None:
+        def convert(x: Any) -> Any:
+            return engine.kernel_input(x, name="initial_state")
+
+        state.background.set_from(call.initial_state, convert, "0")
+        state.scattered.set_from(call.initial_state, convert, "1")
+
+    event = _callbacks.forward_event(call.callbacks, geom, call.models, fields)
+    stepper = _callbacks.wrap(engine, call.callbacks, forward=event)
+    initial = None if call.initial_state is None else restart
+    traces, final, tape = _memory.forward(stepper, coeffs, amp_k, plan, call.progress, initial)
     state = {}
     for s, wave in (("0", final.background), ("1", final.scattered)):
         state[f"u{s}_prev"] = back(wave.u_prev)
@@ -124,6 +145,10 @@ def lsrtm(
     impl: str | None = None,
     n_threads: int | None = None,
     progress: bool = False,
+    forward_callback: Any = None,
+    backward_callback: Any = None,
+    callback_frequency: int = 1,
+    initial_state: dict[str, Any] | None = None,
     memory: Any = None,
     storage_mode: str = "auto",
     storage_compression: bool | str = False,
@@ -150,10 +175,17 @@ def lsrtm(
     mp : array, same shape
         Relative velocity perturbation ``delta vp / vp`` (any sign, finite).
     grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
-    accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress
+    accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress,
+    forward_callback, callback_frequency, initial_state
         As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
         ``vp``; fix them when comparing with finite differences of
-        :func:`sweep.acoustic`).
+        :func:`sweep.acoustic`).  Callbacks see ``u0``, ``u0_prev`` (the
+        background) and ``u1``, ``u1_prev`` (the scattered field).
+    backward_callback : callable, optional
+        As in :func:`sweep.acoustic` (``impl="c"``): the adjoint wavefields
+        are ``adjoint0``, ``adjoint1`` (the kernels' ``K lambda`` of the
+        background and the scattered field) and their ``_prev``; the
+        gradients ``vp`` and ``mp``.
     impl : {None, "auto", "c", "eager"}
         As in :func:`sweep.acoustic`: ``"c"`` runs the compiled kernels (with
         their hand-written adjoint, so :func:`sweep.vjp` differentiates NumPy
@@ -191,18 +223,33 @@ def _lsrtm_vjp(
     # The pullback must not hold the result (see sweep.acoustic).
     shape, dtype = tuple(result.receivers.shape), val.dtype_name(result.receivers)
 
+    def model_gradients(g_k: Any, g_mp: Any) -> dict[str, Any]:
+        # K = (vp dt)^2 repeated into the CPML; dK = 2 K mp is in g_k already.
+        return {"vp": from_kernel_array(model_gradient(geom, g_k, vp_k), vp),
+                "mp": from_kernel_array(geom.fold_to_model(g_mp), vp)}  # fmt: skip
+
+    def fields(adj: Any) -> dict[str, Any]:  # mu = K lambda at t + 1 and t + 2
+        out = {}
+        for s, wave in (("0", adj.background), ("1", adj.scattered)):
+            out[f"adjoint{s}"] = from_kernel_array(wave.lam, vp)
+            out[f"adjoint{s}_prev"] = from_kernel_array(wave.lam_prev, vp)
+        return out
+
+    def so_far(adj: Any) -> dict[str, Any]:
+        if adj.background.grad_v2dt2 is None:
+            return {}
+        g_k, g_mp = engine.finish_gradient(adj, tape.coeffs)
+        return model_gradients(g_k * tape.plan.interval, g_mp * tape.plan.interval)
+
     def pullback(d_receivers: Any) -> dict[str, Any]:
         check_cotangent(d_receivers, shape, dtype)
         d_k = engine.kernel_input(d_receivers, name="the receiver cotangent")
+        event = _callbacks.backward_event(call.callbacks, geom, call.models, fields, so_far)
+        stepper = _callbacks.wrap(engine, call.callbacks, backward=event)
         g_model, g_src = _memory.backward(
-            engine, tape, d_k, model=True, source=amp is not None, progress=call.progress
+            stepper, tape, d_k, model=True, source=amp is not None, progress=call.progress
         )
-        grads = {}
-        if g_model is not None:
-            g_k, g_mp = g_model
-            # K = (vp dt)^2 repeated into the CPML; dK = 2 K mp is in g_k already.
-            grads["vp"] = from_kernel_array(model_gradient(geom, g_k, vp_k), vp)
-            grads["mp"] = from_kernel_array(geom.fold_to_model(g_mp), vp)
+        grads = {} if g_model is None else model_gradients(*g_model)
         if amp is not None:
             grads["source_amplitudes"] = from_kernel_array(g_src, vp)
         return grads
@@ -216,7 +263,9 @@ def _eager_vjp(call: Call) -> tuple[LSRTMResult, Callable[[Any], dict[str, Any]]
     engine = EagerLSRTM.build(call.geom, call.models["vp"])
 
     def run(models: tuple, amp: Any) -> tuple[Any, Any]:
-        scattered, background, state = engine.run(*models, amp, call.progress)
+        scattered, background, state = engine.run(
+            *models, amp, call.progress, call.callbacks, call.initial_state
+        )
         return scattered, (background, state)
 
     receivers, (background, state), pullback = eager_vjp(

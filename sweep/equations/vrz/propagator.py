@@ -94,6 +94,10 @@ def vrz(
     impl: str | None = None,
     n_threads: int | None = None,
     progress: bool = False,
+    forward_callback: Any = None,
+    backward_callback: Any = None,
+    callback_frequency: int = 1,
+    initial_state: dict[str, Any] | None = None,
     memory: Any = None,
     storage_mode: str = "auto",
     storage_compression: bool | str = False,
@@ -121,7 +125,8 @@ def vrz(
     z : array, same shape
         Acoustic impedance ``rho * vp``, positive.
     grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
-    accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress
+    accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress,
+    forward_callback, callback_frequency, initial_state
         As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
         ``vp``).
     impl : {None, "auto", "eager"}
@@ -139,7 +144,9 @@ def vrz(
     """
     call = _prepare(**locals())  # every parameter of this function, by name
     engine = EagerVRZ.build(call.geom, vp)
-    receivers, state = engine.run(vp, z, call.amp, call.progress)
+    receivers, state = engine.run(
+        vp, z, call.amp, call.progress, call.callbacks, call.initial_state
+    )
     return _result(call, engine, receivers, state)
 
 
@@ -153,7 +160,7 @@ def _vrz_vjp(
     engine = EagerVRZ.build(call.geom, vp)
 
     def run(models: tuple, amp: Any) -> tuple[Any, Any]:
-        return engine.run(*models, amp, call.progress)
+        return engine.run(*models, amp, call.progress, call.callbacks, call.initial_state)
 
     receivers, state, pullback = eager_vjp(call.models, call.amp, run, "vrz", compiled=False)
     return _result(call, engine, receivers, state), pullback
