@@ -218,3 +218,28 @@ def test_boundary_saving_is_refused():
         sweep.vjp(sweep.lsrtm, vp, mp, **problem, impl="c", memory=BOUNDARY)
     out, _ = sweep.vjp(sweep.lsrtm, vp, mp, **problem, impl="c", memory=MemoryOptions("auto"))
     assert out.memory_plan.strategy != "boundary"
+
+
+@pytest.mark.parametrize("memory", [{}, STRATEGIES["ckpt-recursive"][1]], ids=["full", "ckpt"])
+def test_compiled_callbacks_see_both_fields_and_change_nothing(memory):
+    vp, mp, problem = _problem(2, free_surface=True)
+    d = np.random.default_rng(11).standard_normal((2, 3, 60))
+    out, ref = _gradients(vp, mp, problem, d, **memory)
+    seen = {"forward": [], "backward": []}
+
+    def record(state):
+        names = sorted(state.wavefield_names)
+        grads = state.get_gradient("mp") if state.direction == "backward" else None
+        seen[state.direction].append((state.step, names, grads))
+
+    out2, got = _gradients(vp, mp, problem, d, **memory, forward_callback=record,
+                           backward_callback=record, callback_frequency=7)  # fmt: skip
+    assert np.array_equal(out.receivers, out2.receivers)
+    for key in ref:
+        assert np.array_equal(got[key], ref[key]), key
+    steps = list(range(0, 60, 7))
+    assert [s[0] for s in seen["forward"]] == steps  # checkpoint replays do not call it again
+    assert [s[0] for s in seen["backward"]] == steps[::-1]
+    assert seen["forward"][0][1] == ["u0", "u0_prev", "u1", "u1_prev"]
+    assert seen["backward"][0][1] == ["adjoint0", "adjoint0_prev", "adjoint1", "adjoint1_prev"]
+    np.testing.assert_allclose(seen["backward"][-1][2], ref["mp"], rtol=1e-12, atol=0)
