@@ -187,44 +187,25 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
 
 
 def _restart(call: _Call, engine: CompiledAcoustic) -> Any:
-    """Return a function filling the compiled state of step 0 from ``initial_state``, or None.
-
-    The CPML memory variables are copied on their strips only (they are zero
-    elsewhere, which the kernels rely on).
-    """
+    """Return a function filling the compiled state of step 0 from ``initial_state``, or None."""
     given = call.initial_state
     if given is None:
         return None
 
     def fill(state: Any) -> None:
-        def k(x: Any) -> Any:
-            return engine.kernel_input(x, name="initial_state")
-
-        state.u[...] = k(given["u"])
-        state.u_prev[...] = k(given["u_prev"])
-        strips = engine.cpml_strips
-        for i, ax in enumerate(engine.axes):
-            psi, zeta = k(given["psi"][i]), k(given["zeta"][i])
-            for sl in strips[ax]:
-                state.psi[ax][0][sl] = psi[sl]
-                state.zeta[ax][sl] = zeta[sl]
+        state.set_from(given, lambda x: engine.kernel_input(x, name="initial_state"))
 
     return fill
 
 
 def _on_forward(call: _Call, engine: CompiledAcoustic) -> Any:
     """Return the compiled forward pass's callback event, or None."""
-    cb = call.callbacks
-    if cb is None or cb.forward is None:
-        return None
-    g = call.geom
 
-    def event(t: int, state: Any) -> None:
-        fields = {"u": state.u, "u_prev": state.u_prev}
-        fields = {k: from_kernel_array(x, call.v) for k, x in fields.items()}
-        cb.forward(CallbackState(t, g.nt, g.dt, g.spacing, "forward", g, fields, {"v": call.v}))
+    def fields(state: Any) -> dict[str, Any]:
+        return {"u": from_kernel_array(state.u, call.v),
+                "u_prev": from_kernel_array(state.u_prev, call.v)}  # fmt: skip
 
-    return event
+    return _callbacks.forward_event(call.callbacks, call.geom, {"v": call.v}, fields)
 
 
 def _on_backward(call: _Call, engine: CompiledAcoustic, tape: Any, v_k: Any) -> Any:
@@ -233,25 +214,18 @@ def _on_backward(call: _Call, engine: CompiledAcoustic, tape: Any, v_k: Any) -> 
     Its wavefields are the kernels' adjoint variable mu = v^2 dt^2 lambda at
     steps t + 1 (``adjoint``) and t + 2 (``adjoint_prev``).
     """
-    cb = call.callbacks
-    if cb is None or cb.backward is None:
-        return None
-    g = call.geom
 
-    def event(t: int, adj: Any) -> None:
-        fields = {"adjoint": adj.lam, "adjoint_prev": adj.lam_prev}
-        fields = {k: from_kernel_array(x, call.v) for k, x in fields.items()}
+    def fields(adj: Any) -> dict[str, Any]:
+        return {"adjoint": from_kernel_array(adj.lam, call.v),
+                "adjoint_prev": from_kernel_array(adj.lam_prev, call.v)}  # fmt: skip
 
-        def gradient() -> dict[str, Any]:
-            if adj.grad_v2dt2 is None:
-                return {}
-            padded = engine.finish_gradient(adj, tape.coeffs) * tape.plan.interval
-            return {"v": from_kernel_array(model_gradient(g, padded, v_k), call.v)}
+    def gradient(adj: Any) -> dict[str, Any]:
+        if adj.grad_v2dt2 is None:
+            return {}
+        padded = engine.finish_gradient(adj, tape.coeffs) * tape.plan.interval
+        return {"v": from_kernel_array(model_gradient(call.geom, padded, v_k), call.v)}
 
-        cb.backward(CallbackState(t, g.nt, g.dt, g.spacing, "backward", g, fields,
-                                  {"v": call.v}, gradient))  # fmt: skip
-
-    return event
+    return _callbacks.backward_event(call.callbacks, call.geom, {"v": call.v}, fields, gradient)
 
 
 def acoustic(
