@@ -246,8 +246,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
 /* Residuals of u^t, times v^2 dt^2, go into mu^t (in mu_prev); the source
  * terms read mu^{t+1}. */
 #define SWEEP_EQ_ADJ_RESIDUAL(i, j, r) (mu_prev[i] += v2dt2[j] * (r))
-#define SWEEP_EQ_ADJ_SOURCE_GRAD(i) (-mu[i])
-#define SWEEP_EQ_ADJ_SOURCE_TERM(i, a) (grad_all[i] -= (a) * mu[i])
+#define SWEEP_EQ_ADJ_SOURCE_GRAD(i, j) (-mu[i])
+#define SWEEP_EQ_ADJ_SOURCE_TERM(i, j, a) (grad_all[i] -= (a) * mu[i])
 #define SWEEP_EQ_ADJ_GHOSTS(p, recon)                 \
   do {                                                \
     SWEEP_FN(fill_ghosts)(p, mu_prev);                \
