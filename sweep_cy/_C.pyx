@@ -20,6 +20,8 @@ cdef extern from "sweep_common.h":
         pass
     ctypedef struct sweep_acoustic_fields:
         pass
+    ctypedef struct sweep_vrz_fields:
+        pass
 
 
 cdef extern from "acoustic_cpu.h" nogil:
@@ -28,6 +30,12 @@ cdef extern from "acoustic_cpu.h" nogil:
                            sweep_int t, sweep_int n_steps, int n_threads)
     int sweep_max_threads()
     int sweep_openmp_enabled()
+
+
+cdef extern from "vrz_cpu.h" nogil:
+    int sweep_vrz_run(int ndim, int order, int is_double, int adjoint,
+                      const sweep_acoustic_params *p, const sweep_vrz_fields *f,
+                      sweep_int t, sweep_int n_steps, int n_threads)
 
 
 cdef extern from "bf16_cpu.h" nogil:
@@ -51,8 +59,8 @@ def max_threads():
 
 def struct_layout():
     """Return ``{struct: (sizeof, {field: offset})}`` as the C compiler sees them."""
-    cdef long long buf[96]
-    cdef int n = sweep_layout_probe(buf, 96)
+    cdef long long buf[128]
+    cdef int n = sweep_layout_probe(buf, 128)
     names_p = ["n_shots", "n_src", "n_rec", "nt", "halo", "shot_stride", "shape", "stride",
                "plain_lo", "plain_hi", "free_lo", "free_hi", "model_lo", "model_hi", "store_lo",
                "store_hi", "store_every", "n_band", "n_rec_groups", "n_outer", "n_cpml",
@@ -62,10 +70,16 @@ def struct_layout():
                "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src",
                "band_idx", "band_row", "band_u", "band_w", "recon_u_next", "recon_u", "replay_w",
                "outer_idx", "outer_row", "cpml_pos", "rec_groups", "rec_order"]
+    names_vrz = ["kappa_dt2", "buoyancy", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new",
+                 "pml_a", "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store",
+                 "grad_kappa_dt2", "grad_buoyancy", "grad_src", "band_idx", "band_row", "band_u",
+                 "band_w", "replay_w", "outer_idx", "outer_row", "cpml_pos", "rec_groups",
+                 "rec_order"]
     values = [buf[i] for i in range(n)]
     k = 0
     out = {}
-    for struct, names in (("acoustic_params", names_p), ("acoustic_fields", names_f)):
+    for struct, names in (("acoustic_params", names_p), ("acoustic_fields", names_f),
+                          ("vrz_fields", names_vrz)):
         size = values[k]
         k += 1
         offsets = {}
@@ -197,6 +211,24 @@ def acoustic_run(int ndim, int order, bint is_double, bint adjoint, params, fiel
     cdef int rc
     with nogil:
         rc = sweep_acoustic_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
+    if rc != 0:
+        raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
+
+
+def vrz_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
+            sweep_int t, sweep_int n_steps, int n_threads=0):
+    """Run ``n_steps`` steps of the VRZ kernels (records as for :func:`acoustic_run`)."""
+    cdef sweep_acoustic_params p
+    cdef sweep_vrz_fields f
+    cdef const unsigned char[::1] pb = params.tobytes()
+    cdef const unsigned char[::1] fb = fields.tobytes()
+    if pb.shape[0] != sizeof(sweep_acoustic_params) or fb.shape[0] != sizeof(sweep_vrz_fields):
+        raise RuntimeError("sweep._C: parameter struct layout does not match sweep._params")
+    memcpy(&p, &pb[0], sizeof(p))
+    memcpy(&f, &fb[0], sizeof(f))
+    cdef int rc
+    with nogil:
+        rc = sweep_vrz_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
     if rc != 0:
         raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
 

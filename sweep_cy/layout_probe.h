@@ -7,6 +7,7 @@
 
 #define SWEEP_P(field) offsetof(sweep_acoustic_params, field)
 #define SWEEP_F(field) offsetof(sweep_acoustic_fields, field)
+#define SWEEP_V(field) offsetof(sweep_vrz_fields, field)
 
 static int sweep_layout_probe(long long *out, int n) {
   const long long v[] = {
@@ -23,7 +24,14 @@ static int sweep_layout_probe(long long *out, int n) {
       SWEEP_F(grad_v2dt2), SWEEP_F(grad_src), SWEEP_F(band_idx), SWEEP_F(band_row), SWEEP_F(band_u),
       SWEEP_F(band_w), SWEEP_F(recon_u_next), SWEEP_F(recon_u), SWEEP_F(replay_w),
       SWEEP_F(outer_idx), SWEEP_F(outer_row), SWEEP_F(cpml_pos), SWEEP_F(rec_groups),
-      SWEEP_F(rec_order)};
+      SWEEP_F(rec_order),
+      sizeof(sweep_vrz_fields), SWEEP_V(kappa_dt2), SWEEP_V(buoyancy), SWEEP_V(u_prev),
+      SWEEP_V(u), SWEEP_V(psi), SWEEP_V(psi_new), SWEEP_V(zeta), SWEEP_V(zeta_new),
+      SWEEP_V(pml_a), SWEEP_V(pml_b), SWEEP_V(src_amp), SWEEP_V(src_idx), SWEEP_V(rec),
+      SWEEP_V(rec_idx), SWEEP_V(store), SWEEP_V(grad_kappa_dt2), SWEEP_V(grad_buoyancy),
+      SWEEP_V(grad_src), SWEEP_V(band_idx), SWEEP_V(band_row), SWEEP_V(band_u), SWEEP_V(band_w),
+      SWEEP_V(replay_w), SWEEP_V(outer_idx), SWEEP_V(outer_row), SWEEP_V(cpml_pos),
+      SWEEP_V(rec_groups), SWEEP_V(rec_order)};
   const int m = (int)(sizeof(v) / sizeof(v[0]));
   for (int i = 0; i < m && i < n; ++i) out[i] = v[i];
   return m < n ? m : n;

@@ -2,14 +2,18 @@
 
 import pytest
 
-from sweep._params import ACOUSTIC_FIELDS, ACOUSTIC_PARAMS
+from sweep._params import ACOUSTIC_FIELDS, ACOUSTIC_PARAMS, VRZ_FIELDS
 
 _C = pytest.importorskip("sweep._C")
 
 
 @pytest.mark.parametrize(
     ("struct", "dtype"),
-    [("acoustic_params", ACOUSTIC_PARAMS), ("acoustic_fields", ACOUSTIC_FIELDS)],
+    [
+        ("acoustic_params", ACOUSTIC_PARAMS),
+        ("acoustic_fields", ACOUSTIC_FIELDS),
+        ("vrz_fields", VRZ_FIELDS),
+    ],
 )
 def test_struct_layout_matches(struct, dtype):
     size, offsets = _C.struct_layout()[struct]
