@@ -66,10 +66,10 @@ class _Fields:
     """
 
     def __init__(self, engine: CompiledAcoustic, *, adjoint: bool) -> None:
-        self.rec = np.zeros((), dtype=ACOUSTIC_FIELDS)
+        self.rec = np.zeros((), dtype=engine.fields_dtype)
         self._keep: list[Any] = []
         self._engine = engine
-        self._writes = _WRITES[adjoint]
+        self._writes = engine.writes[adjoint]
 
     def set(self, name: str, value: Any, axis: int | None = None, offset: int = 0) -> None:
         """Point field ``name`` (component ``axis``) at ``value`` plus ``offset`` bytes."""
@@ -201,6 +201,11 @@ class CompiledAcoustic:
 
     name = "acoustic"
     reversible = True
+    # The kernels (sweep._C.<kernels>_run, sweep._cuda_backend.<kernels>_run),
+    # their pointer record and the buffers each direction writes.
+    kernels = "acoustic"
+    fields_dtype = ACOUSTIC_FIELDS
+    writes = _WRITES
     # Temporal blocking's facts (sweep._blocking): a forward step streams u,
     # u_prev and v^2 dt^2, counted at float32 as the thresholds were tuned, in
     # one sweep over the grid.
@@ -222,11 +227,12 @@ class CompiledAcoustic:
         if self.xp is np:
             from . import _C
 
-            _C.acoustic_run(*args)
+            run = getattr(_C, f"{self.kernels}_run")
         else:
             from . import _cuda_backend
 
-            _cuda_backend.acoustic_run(*args)
+            run = getattr(_cuda_backend, f"{self.kernels}_run")
+        run(*args)
 
     # -- facts the memory strategies use --------------------------------------
     @property
@@ -505,9 +511,17 @@ class CompiledAcoustic:
                     _debug.check_indices(out["params"], what, idx)
         return out
 
+    def _set_coefficients(self, f: _Fields, v2dt2: Any) -> None:
+        """Point the kernels' model slots at the coefficients (acoustic: v^2 dt^2)."""
+        f.set("v2dt2", v2dt2)
+
+    def _set_gradients(self, f: _Fields, adj: AdjState) -> None:
+        """Point the kernels' model-gradient slots at the accumulators of ``adj``."""
+        f.set("grad_v2dt2", adj.grad_v2dt2)
+
     def _common(self, f: _Fields, v2dt2: Any, amp: Any) -> None:
         c = self._constants
-        f.set("v2dt2", v2dt2)
+        self._set_coefficients(f, v2dt2)
         for axis, (a, b) in zip(self.axes, c["pml"], strict=True):
             f.set("pml_a", a, axis)
             f.set("pml_b", b, axis)
@@ -721,7 +735,7 @@ class CompiledAcoustic:
             f.set("psi_new", adj.P[ax][1], ax)
             f.set("zeta", adj.Z[ax][0], ax)
             f.set("zeta_new", adj.Z[ax][1], ax)
-        f.set("grad_v2dt2", adj.grad_v2dt2)
+        self._set_gradients(f, adj)
         f.set("grad_src", adj.grad_src)
         f.set("store", store)
         recon = adj.recon is not None
