@@ -13,82 +13,7 @@
  */
 #include "sweep_common.h"
 #include "acoustic_stencil.h"
-
-#define R SWEEP_REAL
-#define H (SWEEP_ORDER / 2)
-#define FN(name) SWEEP_CAT3(name, _, SWEEP_SUFFIX)
-
-/* Debug builds (SWEEP_DEBUG, defined by the preamble in debug mode): every
- * source and receiver index must point at a model cell of its shot, or the
- * kernel prints which one and stops (__trap).  sweep/_debug.py does the same
- * test on the host.  Without SWEEP_DEBUG the checks compile to nothing. */
-#ifdef SWEEP_DEBUG
-#ifndef SWEEP_DEBUG_FAIL
-#define SWEEP_DEBUG_FAIL(what, shot, k, j)                                                 \
-  do {                                                                                     \
-    printf("sweep debug: %s %lld of shot %lld has kernel index %lld, not a model cell\n", \
-           what, (long long)(k), (long long)(shot), (long long)(j));                      \
-    __trap();                                                                              \
-  } while (0)
-#endif
-__device__ __forceinline__ bool sweep_is_model_cell(const sweep_acoustic_params &p, sweep_int j) {
-  if (j < 0 || j >= p.shot_stride) return false;
-  const sweep_int c[3] = {j / p.stride[0], j % p.stride[0] / p.stride[1], j % p.stride[1]};
-  for (int d = 0; d < 3; ++d)
-    if (c[d] < p.model_lo[d] || c[d] >= p.model_hi[d]) return false;
-  return true;
-}
-#define SWEEP_CHECK_INDEX(what, shot, k, j) \
-  do {                                      \
-    if (!sweep_is_model_cell(p, (j))) {     \
-      SWEEP_DEBUG_FAIL(what, shot, k, j);   \
-      return;                               \
-    }                                       \
-  } while (0)
-#else
-#define SWEEP_CHECK_INDEX(what, shot, k, j) ((void)0)
-#endif
-
-/* Thread -> (shot, z, y, x) over the active (non-halo) region. */
-__device__ __forceinline__ bool sweep_thread_point(const sweep_acoustic_params &p, sweep_int *shot,
-                                                   sweep_int *c) {
-  const sweep_int x = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x + H;
-  const sweep_int y = (sweep_int)blockIdx.y * blockDim.y + threadIdx.y + H;
-  const sweep_int nz = SWEEP_NDIM == 3 ? p.shape[0] - 2 * H : 1;
-  const sweep_int zs = blockIdx.z;
-  *shot = zs / nz;
-  c[0] = zs % nz + (SWEEP_NDIM == 3 ? H : 0);
-  c[1] = y;
-  c[2] = x;
-  return x < p.shape[2] - H && y < p.shape[1] - H && *shot < p.n_shots;
-}
-
-/* Bit d set when point c needs the CPML terms along axis d. */
-__device__ __forceinline__ int sweep_pml_mask(const sweep_acoustic_params &p, const sweep_int *c) {
-  int mask = 0;
-  for (int d = 3 - SWEEP_NDIM; d < 3; ++d)
-    if (c[d] < p.plain_lo[d] || c[d] >= p.plain_hi[d]) mask |= 1 << d;
-  return mask;
-}
-
-__device__ __forceinline__ void sweep_axes(void *const *src, sweep_int off, R **dst) {
-  for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (R *)src[d] + off : (R *)0;
-}
-
-/* Index of cell c in a compact snapshot ([store_lo, store_hi): the model and
- * its CPML), or -1 outside it. */
-__device__ __forceinline__ sweep_int sweep_store_index(const sweep_acoustic_params &p,
-                                                       const sweep_int *c) {
-  for (int d = 0; d < 3; ++d)
-    if (c[d] < p.store_lo[d] || c[d] >= p.store_hi[d]) return -1;
-  const sweep_int m1 = p.store_hi[1] - p.store_lo[1], m2 = p.store_hi[2] - p.store_lo[2];
-  return ((c[0] - p.store_lo[0]) * m1 + (c[1] - p.store_lo[1])) * m2 + (c[2] - p.store_lo[2]);
-}
-
-__device__ __forceinline__ sweep_int sweep_store_cells(const sweep_acoustic_params &p) {
-  return (p.store_hi[0] - p.store_lo[0]) * (p.store_hi[1] - p.store_lo[1]) *
-         (p.store_hi[2] - p.store_lo[2]);
-}
+#include "sweep_kernels.h"
 
 /* Position of cell c in outer_idx (the CPML and the band, in flat order), or
  * -1 for a plain cell: a row outside the plain cells in z or y is outer as a
@@ -191,44 +116,18 @@ extern "C" __global__ void acoustic_forward_sources(const sweep_acoustic_params 
 /* Receivers record u^t: one thread per (shot, receiver). */
 extern "C" __global__ void acoustic_record(const sweep_acoustic_params p,
                                            const sweep_acoustic_fields f, sweep_int t) {
-  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (item >= p.n_shots * p.n_rec) return;
-  const sweep_int shot = item / p.n_rec;
-  SWEEP_CHECK_INDEX("receiver", shot, item % p.n_rec, f.rec_idx[item]);
-  ((R *)f.rec)[item * p.nt + t] = ((const R *)f.u)[shot * p.shot_stride + f.rec_idx[item]];
+  sweep_record(p, f, t);
 }
 
-/* Adjoint receiver injection, in mu = v^2 dt^2 lambda: one thread per (shot,
- * receiver cell); the receivers of one cell add in receiver order (as on the
- * CPU). */
+/* Adjoint receiver injection, in mu = v^2 dt^2 lambda (sweep_kernels.h). */
 extern "C" __global__ void acoustic_inject_residuals(const sweep_acoustic_params p,
                                                      const sweep_acoustic_fields f, sweep_int t) {
-  const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (g >= p.n_rec_groups) return;
-  const sweep_int *grp = f.rec_groups + 4 * g;
-  SWEEP_CHECK_INDEX("receiver", grp[0], f.rec_order[grp[2]] % p.n_rec, grp[1]);
-  R *mu_prev = (R *)f.u_prev + grp[0] * p.shot_stride + grp[1];
-  const R v2dt2 = ((const R *)f.v2dt2)[grp[1]];
-  for (sweep_int k = grp[2]; k < grp[3]; ++k)
-    *mu_prev += v2dt2 * ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
+  sweep_inject_residuals(p, f, (const R *)f.v2dt2, t);
 }
 
 /* Odd mirror into the ghost rows of face (axis d, side); one thread per ghost cell. */
 extern "C" __global__ void acoustic_ghosts(const sweep_acoustic_params p, R *field, int d, int side) {
-  const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
-  const sweep_int n1 = p.shape[e1], n2 = p.shape[e2];
-  const sweep_int total = p.n_shots * H * n1 * n2;
-  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (item >= total) return;
-  const sweep_int j2 = item % n2;
-  const sweep_int j1 = (item / n2) % n1;
-  const sweep_int gk = (item / (n2 * n1)) % H;
-  const sweep_int shot = item / (n2 * n1 * H);
-  const sweep_int surface = side ? p.shape[d] - 1 - H : H;
-  const sweep_int g = side ? p.shape[d] - H + gk : gk;
-  const sweep_int mirror = 2 * surface - g;
-  R *fs = field + shot * p.shot_stride + j1 * p.stride[e1] + j2 * p.stride[e2];
-  fs[g * p.stride[d]] = -fs[mirror * p.stride[d]];
+  sweep_ghosts(p, field, d, side);
 }
 
 /*
