@@ -1,10 +1,11 @@
 """CUDA launcher: compiles ``cuda/*.cu`` with CuPy (NVRTC) and runs time steps.
 
-It exposes the same ``acoustic_run`` entry point as the CPU binding
-(``sweep._C``), taking the same parameter and pointer records, so the driver
-in ``sweep._compiled`` is shared.  Kernels are compiled once per
-(ndim, order, dtype, device, options) from a preamble that defines the
-specialisation macros and the FD coefficients rendered by ``sweep._fd``.
+It exposes the same ``<kernels>_run`` entry points as the CPU binding
+(``sweep._C``: ``acoustic_run``, ``vrz_run``), taking the same parameter and
+pointer records, so the driver in ``sweep._compiled`` is shared.  Kernels
+(``cuda/<kernels>.cu``) are compiled once per (equation, ndim, order, dtype,
+device, options) from a preamble that defines the specialisation macros and
+the FD coefficients rendered by ``sweep._fd``.
 
 Run-time settings (``sweep.config``) that reach the kernels: ``fast_math``
 (``--use_fast_math``), ``debug`` (``SWEEP_DEBUG``: index bounds checks in the
@@ -31,6 +32,8 @@ from ._config import config
 from ._params import ACOUSTIC_PARAMS
 
 _BLOCK = (32, 8, 1)
+# The kernel sources, one per equation (cuda/<name>.cu).
+KERNELS = ("acoustic", "vrz")
 
 
 def source_dir() -> Path:
@@ -105,14 +108,18 @@ def _module(
     dtype_str: str,
     device_id: int,
     settings: tuple[bool, bool, bool, str],
+    kernels: str = "acoustic",
 ) -> Any:
-    """Compile one specialisation (``settings``: :func:`kernel_settings`), once per process."""
+    """Compile one specialisation of ``cuda/<kernels>.cu``, once per process.
+
+    ``settings``: :func:`kernel_settings`.
+    """
     import cupy
 
     fast_math, debug, cache, folder = settings
     src_dir = source_dir()
     code = preamble(ndim, order, np.dtype(dtype_str), debug=debug)
-    code += (src_dir / "acoustic.cu").read_text()
+    code += (src_dir / f"{kernels}.cu").read_text()
     with cupy.cuda.Device(device_id), _cupy_cache(cache, folder):
         mod = cupy.RawModule(code=code, options=compile_options(fast_math=fast_math))
         mod.compile()
@@ -147,8 +154,10 @@ def precompile(
         devices = range(int(cupy.cuda.runtime.getDeviceCount()))
     settings = kernel_settings()
     count = 0
-    for device, ndim, order, dtype in itertools.product(devices, ndims, orders, dtypes):
-        _module(int(ndim), int(order), np.dtype(dtype).str, int(device), settings)
+    for device, kernels, ndim, order, dtype in itertools.product(
+        devices, KERNELS, ndims, orders, dtypes
+    ):
+        _module(int(ndim), int(order), np.dtype(dtype).str, int(device), settings, kernels)
         count += 1
     return count
 
@@ -173,12 +182,41 @@ def acoustic_run(
     n_threads: int = 0,
 ) -> None:
     """Run ``n_steps`` forward steps from ``t`` or adjoint steps ending at ``t``."""
+    _run("acoustic", ndim, order, is_double, adjoint, params, fields, t, n_steps)
+
+
+def vrz_run(
+    ndim: int,
+    order: int,
+    is_double: bool,
+    adjoint: bool,
+    params: np.ndarray,
+    fields: np.ndarray,
+    t: int,
+    n_steps: int,
+    n_threads: int = 0,
+) -> None:
+    """Run ``n_steps`` steps of the VRZ kernels (as :func:`acoustic_run`)."""
+    _run("vrz", ndim, order, is_double, adjoint, params, fields, t, n_steps)
+
+
+def _run(
+    kernels: str,
+    ndim: int,
+    order: int,
+    is_double: bool,
+    adjoint: bool,
+    params: np.ndarray,
+    fields: np.ndarray,
+    t: int,
+    n_steps: int,
+) -> None:
     import cupy
 
     dtype = np.float64 if is_double else np.float32
     settings = kernel_settings()
-    mod = _module(ndim, order, np.dtype(dtype).str, cupy.cuda.Device().id, settings)
-    run_steps(mod, ndim, order, adjoint, params, fields, t, n_steps)
+    mod = _module(ndim, order, np.dtype(dtype).str, cupy.cuda.Device().id, settings, kernels)
+    run_steps(mod, ndim, order, adjoint, params, fields, t, n_steps, kernels)
     if settings[1]:  # debug: report a kernel's failed index check here, not at a later call
         try:
             cupy.cuda.get_current_stream().synchronize()
@@ -198,10 +236,12 @@ def run_steps(
     fields: np.ndarray,
     t: int,
     n_steps: int,
+    kernels: str = "acoustic",
 ) -> None:
-    """Launch the kernels of :func:`acoustic_run` through ``mod.get_function``.
+    """Launch the kernels ``<kernels>_*`` of :func:`acoustic_run` through ``mod.get_function``.
 
     ``mod`` is a CuPy RawModule, or the tests' host build of the same sources.
+    Boundary saving's kernels are looked up only when the fields ask for it.
     """
     p = params.astype(ACOUSTIC_PARAMS)
     f = fields.copy()
@@ -217,26 +257,32 @@ def run_steps(
     shot_grid = ((n_shots + 127) // 128,)
     axes = [3 - ndim + d for d in range(ndim)]
     faces = [(d, side) for d in axes for side, key in ((0, "free_lo"), (1, "free_hi")) if p[key][d]]
-    main = mod.get_function("acoustic_adjoint" if adjoint else "acoustic_forward")
+    main = mod.get_function(f"{kernels}_adjoint" if adjoint else f"{kernels}_forward")
     sources = mod.get_function(
-        "acoustic_adjoint_sources" if adjoint else "acoustic_forward_sources"
+        f"{kernels}_adjoint_sources" if adjoint else f"{kernels}_forward_sources"
     )
-    ghosts = mod.get_function("acoustic_ghosts")
+    ghosts = mod.get_function(f"{kernels}_ghosts")
     steps = range(t - 1, t - n_steps - 1, -1) if adjoint else range(t, t + n_steps)
     t_first = t - n_steps if adjoint else t
     k = max(int(p["store_every"]), 1)
     n_band = int(p["n_band"]) if int(f["band_idx"]) else 0
-    recon = adjoint and bool(int(f["recon_u"])) and bool(int(f["grad_v2dt2"]))
+    recon = (
+        adjoint
+        and "recon_u" in f.dtype.names
+        and bool(int(f["recon_u"]))
+        and bool(int(f["grad_v2dt2"]))
+    )
     # CPML replay (boundary saving): the forward loads the band's u^t and keeps
     # W^t of the outer cells; the adjoint correlates the CPML cells with it.
     replay = bool(int(f["replay_w"]))
-    band = mod.get_function("acoustic_band_restore" if adjoint else "acoustic_band_save")
-    band_load = mod.get_function("acoustic_band_load")
+    if n_band or replay:
+        band = mod.get_function(f"{kernels}_band_restore" if adjoint else f"{kernels}_band_save")
+        band_load = mod.get_function(f"{kernels}_band_load")
+        correlate = mod.get_function(f"{kernels}_replay_correlate")
     band_grid = ((n_shots * n_band + 255) // 256,)
-    correlate = mod.get_function("acoustic_replay_correlate")
     cpml_grid = ((n_shots * int(p["n_cpml"]) + 255) // 256,)
     # Receivers: one thread each (forward), one per receiver cell (adjoint).
-    receivers = mod.get_function("acoustic_inject_residuals" if adjoint else "acoustic_record")
+    receivers = mod.get_function(f"{kernels}_inject_residuals" if adjoint else f"{kernels}_record")
     n_rec_items = int(p["n_rec_groups"]) if adjoint else n_shots * int(p["n_rec"])
     rec_grid = ((n_rec_items + 255) // 256,) if int(f["rec"]) and n_rec_items else None
     for step in steps:
