@@ -41,9 +41,10 @@
  *                          - rdx psi_{d,j} D1_d(T_d)_j]
  *
  * with u and T on the halo as the kernels hold them (zero, or odd mirrors
- * behind a free surface).  B of halo cells enters L_d too; its gradient goes
- * to the stored cell it copies (the fold of sweep/equations/vrz/compiled.py
- * covers the model and its CPML only):
+ * behind a free surface).  B of halo cells enters L_d too, and the kernels,
+ * which visit stored cells only, add its gradient to the stored cell it
+ * copies (then sweep/equations/vrz/compiled.py folds the CPML onto the model
+ * as for K):
  *  - a ghost copies its mirror cell m, and the odd mirrors of u and T make the
  *    sum above at m equal the gradient of B_m plus that of its ghost;
  *  - the surface row (no ghost of its own, u = T = 0 there) gets its sum
