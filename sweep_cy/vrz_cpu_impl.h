@@ -19,6 +19,7 @@
 #define SWEEP_STENCIL_KEEP_MACROS
 #include "vrz_stencil.h"
 #include "cpu_rows.h"
+#include "cpu_wave_state.h"
 
 /* ---- Scalar rows: cells [x0, x1) of a row through the point functions, one
  * never-inlined function per CPML mask (SWEEP_DEFINE_BY_MASK). ---- */
@@ -142,14 +143,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_adj_full_row)(
  * fo elements on. */
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
     const sweep_vrz_fields *f, sweep_int fo, sweep_vrz_fields *g) {
-  g->u_prev = SWEEP_OFF(f->u_prev, fo);
-  g->u = SWEEP_OFF(f->u, fo);
-  for (int d = 0; d < 3; ++d) {
-    g->psi[d] = SWEEP_OFF(f->psi[d], fo);
-    g->psi_new[d] = SWEEP_OFF(f->psi_new[d], fo);
-    g->zeta[d] = SWEEP_OFF(f->zeta[d], fo);
-    g->zeta_new[d] = SWEEP_OFF(f->zeta_new[d], fo);
-  }
+  SWEEP_WAVE_SHIFT_SHOTS(f, fo, g);
   g->grad_kappa_dt2 = SWEEP_OFF(f->grad_kappa_dt2, fo);
   g->grad_buoyancy = SWEEP_OFF(f->grad_buoyancy, fo);
 }
@@ -170,19 +164,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
   const SWEEP_R *buoyancy = (const SWEEP_R *)(f)->buoyancy
 #define SWEEP_EQ_SHIFT_SHOTS(f, fo, g) SWEEP_FN(vrz_shift_shots)(f, fo, g)
 
-/* Forward state and rotation: the acoustic's. */
-#define SWEEP_EQ_FWD_STATE(f)                                         \
-  SWEEP_R *u_prev = (SWEEP_R *)(f)->u_prev, *u = (SWEEP_R *)(f)->u;  \
-  void *psi_all[3], *psi_new_all[3];                                 \
-  for (int d = 0; d < 3; ++d) {                                      \
-    psi_all[d] = (f)->psi[d];                                        \
-    psi_new_all[d] = (f)->psi_new[d];                                \
-  }
-#define SWEEP_EQ_FWD_SHOT(f, off)                  \
-  SWEEP_R *psi[3], *psi_new[3], *zeta[3];          \
-  SWEEP_FN(shot_axes)(psi_all, off, psi);          \
-  SWEEP_FN(shot_axes)(psi_new_all, off, psi_new);  \
-  SWEEP_FN(shot_axes)((f)->zeta, off, zeta)
+/* Forward state and rotation: the acoustic's (cpu_wave_state.h). */
+#define SWEEP_EQ_FWD_STATE(f) SWEEP_WAVE_FWD_STATE(f)
+#define SWEEP_EQ_FWD_SHOT(f, off) SWEEP_WAVE_FWD_SHOT(f, off)
 #define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y)                                            \
   SWEEP_FN(vrz_fwd_full_row)(p, kappa_dt2, buoyancy, u + (off), u_prev + (off), psi, psi_new, \
                              zeta, pa, pb, wr, z, y)
@@ -191,25 +175,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_FWD_RECORD(i) (u[i])
 #define SWEEP_EQ_FWD_SOURCE(i, j, a) (u_prev[i] -= kappa_dt2[j] * buoyancy[j] * (a))
 #define SWEEP_EQ_FWD_GHOSTS(p) SWEEP_FN(fill_ghosts)(p, u_prev)
-#define SWEEP_EQ_FWD_ROTATE()        \
-  do {                               \
-    SWEEP_R *tmp = u_prev;           \
-    u_prev = u;                      \
-    u = tmp;                         \
-    for (int d = 0; d < 3; ++d) {    \
-      void *tp = psi_all[d];         \
-      psi_all[d] = psi_new_all[d];   \
-      psi_new_all[d] = tp;           \
-    }                                \
-  } while (0)
-#define SWEEP_EQ_BLOCK_STATE(f, odd, off)                                     \
-  SWEEP_EQ_MODEL(f);                                                         \
-  SWEEP_R *u = (SWEEP_R *)((odd) ? (f)->u_prev : (f)->u) + (off);            \
-  SWEEP_R *u_prev = (SWEEP_R *)((odd) ? (f)->u : (f)->u_prev) + (off);       \
-  SWEEP_R *psi[3], *psi_new[3], *zeta[3];                                    \
-  SWEEP_FN(shot_axes)((odd) ? (f)->psi_new : (f)->psi, off, psi);            \
-  SWEEP_FN(shot_axes)((odd) ? (f)->psi : (f)->psi_new, off, psi_new);        \
-  SWEEP_FN(shot_axes)((f)->zeta, off, zeta)
+#define SWEEP_EQ_FWD_ROTATE() SWEEP_WAVE_FWD_ROTATE()
+#define SWEEP_EQ_BLOCK_STATE(f, odd, off) \
+  SWEEP_EQ_MODEL(f);                      \
+  SWEEP_WAVE_BLOCK_STATE(f, odd, off)
 /* No boundary saving (the stepper is not reversible). */
 #define SWEEP_EQ_FWD_SAVED(off) (u + (off))
 #define SWEEP_EQ_FWD_LOAD_BAND(i, v) ((void)0)
@@ -220,22 +189,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_GRAD(f) ((f)->grad_kappa_dt2)
 #define SWEEP_EQ_ADJ_STATE(f)                                                         \
   SWEEP_R *mu_prev = (SWEEP_R *)(f)->u_prev, *mu = (SWEEP_R *)(f)->u;                \
-  void *P_all[3], *Pn_all[3], *Z_all[3], *Zn_all[3];                                 \
-  for (int d = 0; d < 3; ++d) {                                                      \
-    P_all[d] = (f)->psi[d];                                                          \
-    Pn_all[d] = (f)->psi_new[d];                                                     \
-    Z_all[d] = (f)->zeta[d];                                                         \
-    Zn_all[d] = (f)->zeta_new[d];                                                    \
-  }                                                                                  \
+  SWEEP_WAVE_ADJ_AXES(f)                                                             \
   SWEEP_R *gk_all = (SWEEP_R *)(f)->grad_kappa_dt2;                                  \
   SWEEP_R *gb_all = (SWEEP_R *)(f)->grad_buoyancy
 #define SWEEP_EQ_ADJ_GRAD gk_all
-#define SWEEP_EQ_ADJ_SHOT(f, off)                 \
-  SWEEP_R *P[3], *Pn[3], *Z[3], *Zn[3];           \
-  SWEEP_FN(shot_axes)(P_all, off, P);             \
-  SWEEP_FN(shot_axes)(Pn_all, off, Pn);           \
-  SWEEP_FN(shot_axes)(Z_all, off, Z);             \
-  SWEEP_FN(shot_axes)(Zn_all, off, Zn);           \
+#define SWEEP_EQ_ADJ_SHOT(f, off) \
+  SWEEP_WAVE_ADJ_SHOT(f, off);    \
   const SWEEP_R *snap = NULL
 #define SWEEP_EQ_ADJ_CORRELATE(off, o, st, held, skip, n) \
   (snap = (st), (void)(o), (void)(held), (void)(skip), (void)(n))
@@ -256,19 +215,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
     gb_all[i] -= (a) * mu[i];                      \
   } while (0)
 #define SWEEP_EQ_ADJ_GHOSTS(p, recon) SWEEP_FN(fill_ghosts)(p, mu_prev)
-#define SWEEP_EQ_ADJ_ROTATE()        \
-  do {                               \
-    SWEEP_R *tmp = mu_prev;          \
-    mu_prev = mu;                    \
-    mu = tmp;                        \
-    for (int d = 0; d < 3; ++d) {    \
-      void *tp = P_all[d];           \
-      P_all[d] = Pn_all[d];          \
-      Pn_all[d] = tp;                \
-      tp = Z_all[d];                 \
-      Z_all[d] = Zn_all[d];          \
-      Zn_all[d] = tp;                \
-    }                                \
+#define SWEEP_EQ_ADJ_ROTATE() \
+  do {                        \
+    SWEEP_R *tmp = mu_prev;   \
+    mu_prev = mu;             \
+    mu = tmp;                 \
+    SWEEP_WAVE_ADJ_SWAP_AXES() \
   } while (0)
 /* No boundary saving: the reconstruction hooks only consume their arguments. */
 #define SWEEP_EQ_RECON(f) 0
