@@ -9,12 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from ... import _memory
 from ... import _validate as val
-from ..._api import check_cotangent, eager_vjp
+from ..._api import compiled_forward, compiled_pullback, eager_vjp
 from ..._fd import halo
 from ..._setup import Call, Speeds, prepare
-from ..._xp import from_kernel_array, is_numpy_array, kernel_array
+from ..._xp import is_numpy_array, kernel_array
 from ...acoustic import AcousticResult
 from .compiled import CompiledVRZ, model_gradients
 from .eager import EagerVRZ
@@ -97,19 +96,9 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[VRZResult, Any]:
     engine = CompiledVRZ(call.geom, xp, vp_k.dtype, call.n_threads)
     amp = None if call.amp is None else engine.kernel_input(call.amp, name="source_amplitudes")
     coeffs = engine.kernel_coefficients(vp_k, z_k)
-    plan = _memory.plan(engine, call.memory) if gradient else None
-    receivers, final, tape = _memory.forward(engine, coeffs, amp, plan, call.progress)
-
-    def back(x: Any) -> Any:
-        return from_kernel_array(x, vp)
-
-    state = {
-        "u_prev": back(final.u_prev),
-        "u": back(final.u),
-        "psi": [back(final.psi[ax][0]) for ax in engine.axes],
-        "zeta": [back(final.zeta[ax]) for ax in engine.axes],
-    }
-    result = _result(call, back(receivers), state)
+    memory = call.memory if gradient else None
+    receivers, state, plan, tape = compiled_forward(engine, coeffs, amp, memory, call.progress, vp)
+    result = _result(call, receivers, state)
     result.memory_plan = plan
     return result, (engine, tape, vp_k, z_k)
 
@@ -204,25 +193,14 @@ def _vrz_vjp(
         receivers, state, pullback = eager_vjp(call.models, call.amp, run, "vrz", compiled=True)
         return _result(call, receivers, state), pullback
     result, (engine, tape, vp_k, z_k) = _run_compiled(call, gradient=True)
-    # The pullback must not hold the result (see sweep.acoustic's).
-    shape, dtype = tuple(result.receivers.shape), val.dtype_name(result.receivers)
-    source = call.amp is not None
 
-    def pullback(d_receivers: Any) -> dict[str, Any]:
-        check_cotangent(d_receivers, shape, dtype)
-        d_k = engine.kernel_input(d_receivers, name="the receiver cotangent")
-        g_model, g_src = _memory.backward(
-            engine, tape, d_k, model=True, source=source, progress=call.progress
-        )
-        grads = {}
-        if g_model is not None:
-            for name, g in model_gradients(call.geom, *g_model, vp_k, z_k).items():
-                grads[name] = from_kernel_array(g, vp)
-        if source:
-            grads["source_amplitudes"] = from_kernel_array(g_src, vp)
-        return grads
+    def gradients(g: tuple[Any, Any]) -> dict[str, Any]:
+        return model_gradients(call.geom, *g, vp_k, z_k)
 
-    pullback.release = tape.close  # type: ignore[attr-defined]
+    pullback = compiled_pullback(
+        engine, tape, result.receivers, gradients,
+        source=call.amp is not None, progress=call.progress, like=vp,
+    )  # fmt: skip
     return result, pullback
 
 
