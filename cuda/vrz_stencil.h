@@ -178,13 +178,15 @@ SWEEP_HD SWEEP_R SWEEP_FN(vrz_snapshot_u)(const sweep_acoustic_params *p,
  * snapshot) from the adjoint state of step n + 1 (mu; Z per axis) and the
  * snapshot of step n: st[m] is W^n, st[vs + m] u^n and st[(2 + d') vs + m]
  * psi^n of the d'-th axis.  Adds the K-part to gk[i] and dL/dB to gb[i] (see
- * the top).  flags: the CPML axes of the cell.
+ * the top).  flags: the CPML axes of the cell; edge (a compile-time constant
+ * in the CPU rows): 0 where the cell's taps stay within the stored cells
+ * (SWEEP_H cells or more from the halo along every axis), 1 anywhere.
  */
 SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT mu, SWEEP_R *const *Z,
     const SWEEP_R *const *pml_a, const SWEEP_R *SWEEP_RESTRICT st, sweep_int vs,
     SWEEP_R *SWEEP_RESTRICT gk, SWEEP_R *SWEEP_RESTRICT gb, sweep_int i, sweep_int m,
-    sweep_int cz, sweep_int cy, sweep_int cx, const int flags) {
+    sweep_int cz, sweep_int cy, sweep_int cx, const int flags, const int edge) {
   SWEEP_COEFFS;
   const sweep_int c[3] = {cz, cy, cx};
   const sweep_int n2 = p->store_hi[2] - p->store_lo[2];
@@ -203,7 +205,8 @@ SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
     (void)a_;
     (void)z_;
 #define SWEEP_VRZ_T_(k) (cpml ? SWEEP_VRZ_TAP_T_(k) : g_[(k) * s_])
-#define SWEEP_VRZ_SNAP_U_(k) SWEEP_FN(vrz_snapshot_u)(p, su, m, d, c[d], k, cs[d])
+#define SWEEP_VRZ_SNAP_U_(k) \
+  (edge ? SWEEP_FN(vrz_snapshot_u)(p, su, m, d, c[d], k, cs[d]) : su[m + (k) * cs[d]])
     const SWEEP_R t0 = SWEEP_VRZ_T_(0);
     SWEEP_R sum = 0;
     SWEEP_UNROLL
@@ -212,7 +215,7 @@ SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
                       (SWEEP_VRZ_SNAP_U_(k) - u0) * (t0 - SWEEP_VRZ_T_(k)) +
                           (SWEEP_VRZ_SNAP_U_(-k) - u0) * (t0 - SWEEP_VRZ_T_(-k)),
                       sum);
-    for (int side = 0; side < 2; ++side) {
+    for (int side = 0; edge && side < 2; ++side) {
       if (c[d] != (side ? p->store_hi[d] - 1 : p->store_lo[d])) continue;
       if (side ? p->free_hi[d] : p->free_lo[d]) {
         sum *= (SWEEP_R)0.5; /* the surface row */

@@ -70,12 +70,27 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_adj_cells)(SWEEP_
 }
 
 /* The gradients of the stored cells [x0, x1) of a row; st: the row's
- * snapshot (value 0 at the row's first stored cell), vs: the value stride. */
+ * snapshot (value 0 at the row's first stored cell), vs: the value stride.
+ * Cells whose taps stay within the stored cells (in rows that do) take the
+ * point function without its halo cases, in a vectorisable loop. */
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_grad_cells)(
     SWEEP_VRZ_GRAD_PARAMS, const int mask) {
-  const sweep_int lo = p->store_lo[2];
-  for (sweep_int x = x0; x < x1; ++x)
-    SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, st, vs, gk, gb, base + x, x - lo, z, y, x, mask);
+  const sweep_int h = SWEEP_H, lo = p->store_lo[2];
+  int inner = 1;
+  for (int d = SWEEP_FIRST_AXIS; d < 2; ++d) {
+    const sweep_int c = d ? y : z;
+    inner = inner && c >= p->store_lo[d] + h && c < p->store_hi[d] - h;
+  }
+  sweep_int a = inner ? lo + h : x1, b = inner ? p->store_hi[2] - h : x1;
+  a = a < x0 ? x0 : a > x1 ? x1 : a;
+  b = b < a ? a : b > x1 ? x1 : b;
+#define SWEEP_VRZ_GRAD_POINT(edge) \
+  SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, st, vs, gk, gb, base + x, x - lo, z, y, x, mask, edge)
+  for (sweep_int x = x0; x < a; ++x) SWEEP_VRZ_GRAD_POINT(1);
+#pragma omp simd
+  for (sweep_int x = a; x < b; ++x) SWEEP_VRZ_GRAD_POINT(0);
+  for (sweep_int x = b; x < x1; ++x) SWEEP_VRZ_GRAD_POINT(1);
+#undef SWEEP_VRZ_GRAD_POINT
 }
 
 SWEEP_DEFINE_BY_MASK(vrz_fwd_row, vrz_fwd_cells, (SWEEP_VRZ_FWD_PARAMS), (SWEEP_VRZ_FWD_ARGS))
