@@ -5,7 +5,8 @@
  * SWEEP_NDIM, SWEEP_ORDER, SWEEP_REAL, SWEEP_SUFFIX and the FD coefficients
  * (rendered from sweep/_fd.py); see sweep/_cuda_backend.py.  The per-point
  * arithmetic is acoustic_stencil.h, the same code the CPU kernels run, so the
- * two backends cannot drift apart.  One step is: stencil kernel, then
+ * two backends cannot drift apart; sweep_cuda.h holds the device helpers
+ * every equation's kernels share.  One step is: stencil kernel, then
  * receivers (one thread per receiver, or per receiver cell in the adjoint so
  * that repeated locations accumulate in a fixed order), sources (one thread
  * per shot, sequential within a shot for the same reason), then free-surface
@@ -13,7 +14,7 @@
  */
 #include "sweep_common.h"
 #include "acoustic_stencil.h"
-#include "sweep_kernels.h"
+#include "sweep_cuda.h"
 
 /* Position of cell c in outer_idx (the CPML and the band, in flat order), or
  * -1 for a plain cell: a row outside the plain cells in z or y is outer as a
@@ -119,15 +120,15 @@ extern "C" __global__ void acoustic_record(const sweep_acoustic_params p,
   sweep_record(p, f, t);
 }
 
-/* Adjoint receiver injection, in mu = v^2 dt^2 lambda (sweep_kernels.h). */
+/* Adjoint receiver injection, in mu = v^2 dt^2 lambda (sweep_cuda.h). */
 extern "C" __global__ void acoustic_inject_residuals(const sweep_acoustic_params p,
                                                      const sweep_acoustic_fields f, sweep_int t) {
-  sweep_inject_residuals(p, f, (const R *)f.v2dt2, t);
+  sweep_inject_residuals(p, f, (R *)f.u_prev, (const R *)f.v2dt2, t);
 }
 
 /* Odd mirror into the ghost rows of face (axis d, side); one thread per ghost cell. */
 extern "C" __global__ void acoustic_ghosts(const sweep_acoustic_params p, R *field, int d, int side) {
-  sweep_ghosts(p, field, d, side);
+  sweep_mirror_ghost(p, field, d, side, (sweep_int)blockIdx.x * blockDim.x + threadIdx.x);
 }
 
 /*

@@ -182,4 +182,52 @@ typedef struct sweep_acoustic_fields {
   const sweep_int *rec_order;
 } sweep_acoustic_fields;
 
+/*
+ * Arrays of one call of the Born (LSRTM) kernels, sharing sweep_acoustic_params.
+ * Two acoustic wavefields, each with its own CPML memory variables: the
+ * background u0 and the scattered u1 (the adjoint's mu0 and mu1 in the same
+ * slots, with zeta*_new as acoustic's).  The members the CPU skeleton reads
+ * (cpu_skeleton.h) have the names of sweep_acoustic_fields; boundary saving's
+ * stay NULL (the Born stepper is not reversible).
+ */
+typedef struct sweep_lsrtm_fields {
+  const void *v2dt2;        /* K = (vp dt)^2 on the padded grid, as acoustic's v2dt2 */
+  const void *dv2dt2;       /* dK = 2 K mp, the Born source's factor (forward) */
+  const void *dv2dt2_ratio; /* dK / K = 2 mp where K > 0, even mirror in free-surface
+                               ghosts like v2dt2 (adjoint) */
+  void *u0_prev;
+  void *u0;
+  void *psi0[3];
+  void *psi0_new[3];
+  void *zeta0[3];
+  void *zeta0_new[3];
+  void *u1_prev;
+  void *u1;
+  void *psi1[3];
+  void *psi1_new[3];
+  void *zeta1[3];
+  void *zeta1_new[3];
+  const void *pml_a[3];
+  const void *pml_b[3];
+  const void *src_amp;
+  const sweep_int *src_idx;
+  void *rec;                /* forward: (2, slot_shots, n_rec, nt), the scattered then the
+                               background traces; adjoint: the scattered residuals */
+  const sweep_int *rec_idx;
+  void *store;              /* W0^t and W1^t of the store cells: SWEEP_EQ_SNAP_VALUES 2 */
+  void *grad_v2dt2;         /* (n_shots, shot_stride): sum mu0 (W0 - f) + mu1 W1, or NULL */
+  void *grad_dv2dt2;        /* (n_shots, shot_stride): sum mu1 (W0 - f), or NULL */
+  void *grad_src;
+  const sweep_int *band_idx;
+  const sweep_int *band_row;
+  void *band_u;
+  void *band_w;
+  void *replay_w;
+  const sweep_int *outer_idx;
+  const sweep_int *outer_row;
+  const sweep_int *cpml_pos;
+  const sweep_int *rec_groups;
+  const sweep_int *rec_order;
+} sweep_lsrtm_fields;
+
 #endif /* SWEEP_COMMON_H */

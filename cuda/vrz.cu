@@ -8,7 +8,7 @@
  */
 #include "sweep_common.h"
 #include "vrz_stencil.h"
-#include "sweep_kernels.h"
+#include "sweep_cuda.h"
 
 /* Values per cell of a snapshot: W, u and psi of each axis (value v of shot
  * s in slot k at ((k * V + v) * n_shots + s) * cells). */
@@ -64,14 +64,14 @@ extern "C" __global__ void vrz_record(const sweep_acoustic_params p, const sweep
   sweep_record(p, f, t);
 }
 
-/* Residuals of u^t, times K, go into mu^t (sweep_kernels.h). */
+/* Residuals of u^t, times K, go into mu^t (sweep_cuda.h). */
 extern "C" __global__ void vrz_inject_residuals(const sweep_acoustic_params p,
                                                 const sweep_vrz_fields f, sweep_int t) {
-  sweep_inject_residuals(p, f, (const R *)f.kappa_dt2, t);
+  sweep_inject_residuals(p, f, (R *)f.u_prev, (const R *)f.kappa_dt2, t);
 }
 
 extern "C" __global__ void vrz_ghosts(const sweep_acoustic_params p, R *field, int d, int side) {
-  sweep_ghosts(p, field, d, side);
+  sweep_mirror_ghost(p, field, d, side, (sweep_int)blockIdx.x * blockDim.x + threadIdx.x);
 }
 
 /* Adjoint step in mu = K lambda (vrz_stencil.h); slot >= 0: the model

@@ -8,9 +8,14 @@ adjoint of Born modelling applied to the data (the ``mp`` gradient of
 sharpens the image and balances its amplitudes.  Both images mute the rows
 next to the sources and receivers (a standard LSRTM preconditioner: CGLS
 solves ``min ||B M m - d||^2`` with ``M`` that taper), where the
-cross-correlation of the strong direct waves would otherwise dominate.  Gradients come from PyTorch
-autodiff of the eager Born propagator through ``PropTorch("lsrtm")``, which
-checkpoints its time loop so memory stays small.
+cross-correlation of the strong direct waves would otherwise dominate.
+
+Everything runs on NumPy arrays with the compiled kernels (``impl="c"``, the
+default): ``sweep.lsrtm`` is Born modelling, and the pullback of one
+``sweep.vjp`` of it is the migration operator ``B^T``.  Born data are linear
+in ``mp``, so that one pullback (taken at ``mp = 0``, keeping the background
+wavefield's snapshots) serves every CGLS iteration: each iteration is one
+Born run and one adjoint run.
 
     python examples/lsrtm_cg.py                # writes lsrtm_cg.png
     python examples/lsrtm_cg.py --iterations 10 --shots 6 --out lsrtm.png
@@ -22,11 +27,10 @@ import argparse
 import time
 
 import numpy as np
-import torch
 from tqdm.auto import tqdm
 
+import sweep
 from sweep.models import ricker, smooth, surface_acquisition, synthetic_model
-from sweep.propagator.torch import PropTorch
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -46,54 +50,53 @@ def main(argv: list[str] | None = None) -> dict:
     mp_true = ((v - vp0) / vp0).astype(np.float32)
     src, rec = surface_acquisition(v.shape, n_shots=args.shots, receiver_spacing=2)
     amp = np.tile(ricker(12.0, nt, dt), (args.shots, 1, 1)).astype(np.float32)
-    prop = PropTorch("lsrtm", grid_spacing=dx, dt=dt, source_locations=src,
-                     receiver_locations=rec, accuracy=8)  # fmt: skip
-    vp0_t, amp_t = torch.from_numpy(vp0), torch.from_numpy(amp)
+    settings = dict(source_amplitudes=amp, source_locations=src, receiver_locations=rec,
+                    accuracy=8)  # fmt: skip
 
     # The mute M: zero on the top rows, a cosine taper to one below them.
     depth = np.arange(args.nz, dtype=np.float32)[:, None]
     ramp = np.clip((depth - 4.0) / 6.0, 0.0, 1.0)
-    mute = torch.from_numpy(np.broadcast_to(0.5 - 0.5 * np.cos(np.pi * ramp), v.shape).copy())
+    mute = np.broadcast_to(0.5 - 0.5 * np.cos(np.pi * ramp), v.shape).astype(np.float32)
 
-    def born(mp: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            return prop(vp0_t, mp, source_amplitudes=amp_t)
-
-    def migrate(d: torch.Tensor) -> torch.Tensor:
-        mp = torch.zeros_like(vp0_t, requires_grad=True)
-        (image,) = torch.autograd.grad(prop(vp0_t, mp, source_amplitudes=amp_t), mp, d)
-        return mute * image
+    def born(mp: np.ndarray) -> np.ndarray:
+        return sweep.lsrtm(vp0, mp, dx, dt, **settings).receivers
 
     start = time.perf_counter()
-    observed = born(torch.from_numpy(mp_true))  # data of the whole perturbation
+    # B^T: the pullback of Born modelling (linear in mp, so any mp will do).
+    _, pullback = sweep.vjp(sweep.lsrtm, vp0, np.zeros_like(vp0), dx, dt, **settings)
+
+    def migrate(d: np.ndarray) -> np.ndarray:
+        return mute * pullback(d)["mp"]
+
+    observed = born(mp_true)  # data of the whole perturbation
     rtm = migrate(observed)
 
     # CGLS on min ||B m - d||^2 from m = 0.
-    m = torch.zeros_like(vp0_t)
-    r = observed.clone()
-    s = rtm.clone()
-    p = s.clone()
-    gamma = float(torch.sum(s * s))
-    norms = [float(torch.linalg.norm(r))]
+    m = np.zeros_like(vp0)
+    r = observed.copy()
+    s = rtm.copy()
+    p = s.copy()
+    gamma = float(np.vdot(s, s))
+    norms = [float(np.linalg.norm(r))]
     steps = tqdm(range(args.iterations), desc="CGLS", disable=args.no_progress)
     for _ in steps:
         q = born(mute * p)
-        alpha = gamma / float(torch.sum(q * q))
+        alpha = gamma / float(np.vdot(q, q))
         m = m + alpha * p
         r = r - alpha * q
         s = migrate(r)
-        gamma_new = float(torch.sum(s * s))
+        gamma_new = float(np.vdot(s, s))
         p = s + (gamma_new / gamma) * p
         gamma = gamma_new
-        norms.append(float(torch.linalg.norm(r)))
+        norms.append(float(np.linalg.norm(r)))
         steps.set_postfix(residual=f"{norms[-1] / norms[0]:.3f}")
     seconds = time.perf_counter() - start
     print(f"{args.iterations} CGLS iterations in {seconds:.1f} s; "
           f"data residual {norms[-1] / norms[0]:.3f} of the initial")  # fmt: skip
-    image = (mute * m).numpy()  # the model CGLS found is M m
-    _figure(mp_true, rtm.numpy(), image, norms, dx, args.out)
+    image = mute * m  # the model CGLS found is M m
+    _figure(mp_true, rtm, image, norms, dx, args.out)
     print(f"figure written to {args.out}")
-    return {"rtm": rtm.numpy(), "lsrtm": image, "true": mp_true, "residuals": norms}
+    return {"rtm": rtm, "lsrtm": image, "true": mp_true, "residuals": norms}
 
 
 def _figure(true, rtm, lsrtm, norms, dx, path) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import _memory
+from . import _callbacks, _memory
 from . import _validate as val
 from ._impl import IMPLS, binding_error, binding_fix
 from ._xp import from_kernel_array, is_cupy_array, is_jax_array, is_torch_array
@@ -160,12 +160,16 @@ def compiled_forward(
     memory: _memory.MemorySettings | None,
     progress: bool,
     like: Any,
+    *,
+    callbacks: _callbacks.Callbacks | None = None,
+    models: dict[str, Any] | None = None,
+    initial_state: dict[str, Any] | None = None,
 ) -> tuple[Any, dict[str, Any], _memory.MemoryPlan | None, _memory.Tape | None]:
     """Run the forward pass of a compiled stepper of one wavefield.
 
     Parameters
     ----------
-    engine : sweep._stepper.Stepper
+    engine : sweep._compiled.CompiledStepper
         The stepper, whose states have ``u_prev``, ``u`` and per axis
         ``psi`` (a ping-pong pair) and ``zeta`` (:class:`sweep._compiled.FwdState`).
     coeffs, amp
@@ -177,6 +181,11 @@ def compiled_forward(
         Show a progress bar.
     like : array
         The caller's model: outputs come back in its library.
+    callbacks, models
+        The call's callbacks (:mod:`sweep._callbacks`; the forward one sees
+        ``u`` and ``u_prev``) and the models they are shown.
+    initial_state : dict or None
+        A result's ``state`` to restart from (:meth:`FwdState.set_from`).
 
     Returns
     -------
@@ -184,12 +193,21 @@ def compiled_forward(
         ``state`` holds the final padded ``u_prev``, ``u``, ``psi`` and
         ``zeta``; ``plan`` and ``tape`` are None for a forward-only run.
     """
-    plan = None if memory is None else _memory.plan(engine, memory)
-    receivers, final, tape = _memory.forward(engine, coeffs, amp, plan, progress)
 
     def back(x: Any) -> Any:
         return from_kernel_array(x, like)
 
+    def fields(state: Any) -> dict[str, Any]:
+        return {"u": back(state.u), "u_prev": back(state.u_prev)}
+
+    def restart(state: Any) -> None:
+        state.set_from(initial_state, lambda x: engine.kernel_input(x, name="initial_state"))
+
+    plan = None if memory is None else _memory.plan(engine, memory)
+    event = _callbacks.forward_event(callbacks, engine.geom, models or {}, fields)
+    stepper = _callbacks.wrap(engine, callbacks, forward=event)
+    initial = None if initial_state is None else restart
+    receivers, final, tape = _memory.forward(stepper, coeffs, amp, plan, progress, initial)
     state = {
         "u_prev": back(final.u_prev),
         "u": back(final.u),
@@ -208,25 +226,42 @@ def compiled_pullback(
     source: bool,
     progress: bool,
     like: Any,
+    callbacks: _callbacks.Callbacks | None = None,
+    models: dict[str, Any] | None = None,
 ) -> Callable[[Any], dict[str, Any]]:
     """Return the pullback of a compiled forward pass (:func:`compiled_forward` with a tape).
 
     ``model_gradients(g)`` maps the stepper's
     :meth:`~sweep._stepper.Stepper.finish_gradient` to the gradients by model
     name (in the kernels' arrays); ``source``: whether there are source
-    amplitudes to differentiate.  The pullback holds the receivers' shape and
-    dtype only, not the result (adapters return the receivers as their output,
-    whose autograd node holds the pullback: a reference cycle that would keep
-    the stored wavefield alive until a cyclic garbage collection); its
-    ``release()`` frees the tape now.
+    amplitudes to differentiate.  The backward callback (``callbacks``)
+    sees the kernels' adjoint variable (mu = K lambda) at steps t + 1
+    (``adjoint``) and t + 2 (``adjoint_prev``) and the model gradients so
+    far.  The pullback holds the receivers' shape and dtype only, not the
+    result (adapters return the receivers as their output, whose autograd
+    node holds the pullback: a reference cycle that would keep the stored
+    wavefield alive until a cyclic garbage collection); its ``release()``
+    frees the tape now.
     """
     shape, dtype = tuple(receivers.shape), val.dtype_name(receivers)
+
+    def fields(adj: Any) -> dict[str, Any]:
+        return {"adjoint": from_kernel_array(adj.lam, like),
+                "adjoint_prev": from_kernel_array(adj.lam_prev, like)}  # fmt: skip
+
+    def so_far(adj: Any) -> dict[str, Any]:
+        g = engine.finish_gradient(adj, tape.coeffs)
+        k = tape.plan.interval
+        g = tuple(x * k for x in g) if isinstance(g, tuple) else g * k
+        return {name: from_kernel_array(x, like) for name, x in model_gradients(g).items()}
 
     def pullback(d_receivers: Any) -> dict[str, Any]:
         check_cotangent(d_receivers, shape, dtype)
         d_k = engine.kernel_input(d_receivers, name="the receiver cotangent")
+        event = _callbacks.backward_event(callbacks, engine.geom, models or {}, fields, so_far)
+        stepper = _callbacks.wrap(engine, callbacks, backward=event)
         g_model, g_src = _memory.backward(
-            engine, tape, d_k, model=True, source=source, progress=progress
+            stepper, tape, d_k, model=True, source=source, progress=progress
         )
         grads = {} if g_model is None else dict(model_gradients(g_model))
         if source:

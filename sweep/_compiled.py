@@ -1,18 +1,23 @@
-"""Stepper for the compiled acoustic kernels (C/OpenMP on the host, CUDA via CuPy).
+"""Steppers for the compiled kernels (C/OpenMP on the host, CUDA via CuPy).
 
-It owns the wavefield buffers and the bookkeeping of swapped buffers; the time
-loop itself runs inside the kernels, a chunk of steps per call.  Host arrays
-go to ``sweep._C``, CuPy arrays to ``sweep._cuda_backend``; both take the same
-parameter and pointer records (``sweep._params``), so this file is the one
-driver for both devices.
+A stepper owns the wavefield buffers and the bookkeeping of swapped buffers;
+the time loop itself runs inside the kernels, a chunk of steps per call.  Host
+arrays go to ``sweep._C``, CuPy arrays to ``sweep._cuda_backend``; both take
+the same parameter and pointer records (``sweep._params``), so this file is
+the one driver for both devices.  :class:`CompiledStepper` is what every
+equation's stepper shares (buffers in the kernels' layout, the constant
+kernel inputs, the pointer record and the calls); an equation adds its field
+table, its states and its gradient post-processing.
 
-The memory strategies (``sweep._memory``) see it only through the stepper
-interface of :mod:`sweep._stepper` (:class:`~sweep._stepper.ReversibleStepper`):
-:meth:`CompiledAcoustic.forward_steps` / :meth:`CompiledAcoustic.adjoint_steps`
-on a :class:`FwdState` / :class:`AdjState`, state copies for checkpoints, the
-sizes of what they keep (the snapshot a gradient step needs is ``W`` of the
-model and CPML cells), and the acoustic post-processing of the gradient
-(:meth:`CompiledAcoustic.finish_gradient`).
+The memory strategies (``sweep._memory``) see a stepper only through the
+interface of :mod:`sweep._stepper`: :meth:`CompiledStepper.forward_steps` /
+:meth:`CompiledStepper.adjoint_steps` on the equation's states, state copies
+for checkpoints, the sizes of what they keep and the equation's
+post-processing of the gradient.  :class:`CompiledAcoustic` is the acoustic
+:class:`~sweep._stepper.ReversibleStepper` (the snapshot a gradient step
+needs is ``W`` of the model and CPML cells); the Born stepper is
+``sweep.equations.lsrtm.compiled.CompiledLSRTM`` and the VRZ one
+``sweep.equations.vrz.compiled.CompiledVRZ``.
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ _INDEX_FIELDS = frozenset(
 _GRID_FIELDS = frozenset(
     {"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "grad_v2dt2", "recon_u_next", "recon_u"}
 )
-# Buffers each direction writes (the others are only read, so read-only is fine).
+# Buffers each direction of the acoustic kernels writes (the others are only
+# read, so read-only is fine).
 _WRITES = {
     False: frozenset(
         {"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store", "band_u", "band_w", "replay_w"}
@@ -65,8 +71,8 @@ class _Fields:
     through :func:`sweep._xp.kernel_array`, which gives them that layout.
     """
 
-    def __init__(self, engine: CompiledAcoustic, *, adjoint: bool) -> None:
-        self.rec = np.zeros((), dtype=engine.fields_dtype)
+    def __init__(self, engine: CompiledStepper, *, adjoint: bool) -> None:
+        self.rec = np.zeros((), dtype=engine.fields)
         self._keep: list[Any] = []
         self._engine = engine
         self._writes = engine.writes[adjoint]
@@ -99,8 +105,9 @@ class _Fields:
         return int(value.data.ptr)
 
 
-# Field slots (see CompiledAcoustic.field): the forward state, the adjoint
-# state and the boundary-saving reconstruction run in one kernel call.
+# Field slots of the acoustic kernels (see CompiledStepper.field): the forward
+# state, the adjoint state and the boundary-saving reconstruction run in one
+# kernel call.
 _FWD_SLOT = 0  # u_prev, u, psi pairs, zeta: at most 11
 _ADJ_SLOT = 11  # mu_prev, mu, P pairs, Z pairs, gradient: at most 15
 _RECON_SLOT = 27  # recon u^{t+1}, u^t
@@ -114,8 +121,9 @@ class FwdState(ReversibleState):
     (:class:`sweep._stepper.ForwardState`).
     """
 
-    def __init__(self, engine: CompiledAcoustic) -> None:
-        slot = itertools.count(_FWD_SLOT)
+    def __init__(self, engine: CompiledStepper, slot: int = _FWD_SLOT) -> None:
+        """``slot``: the field slot of the first buffer (11 follow it)."""
+        slot = itertools.count(slot)
         self.u_prev = engine.field(next(slot))
         self.u = engine.field(next(slot))
         # psi ping-pongs between two buffers; [0] is current.
@@ -136,6 +144,36 @@ class FwdState(ReversibleState):
                 out.append(self.psi[ax][0][sl])
                 out.append(self.zeta[ax][sl])
         return out
+
+    def point(self, f: _Fields, suffix: str = "") -> None:
+        """Point the forward kernels' slots of this wavefield (names ending ``suffix``) at it."""
+        f.set(f"u{suffix}_prev", self.u_prev)
+        f.set(f"u{suffix}", self.u)
+        for ax in self.psi:
+            f.set(f"psi{suffix}", self.psi[ax][0], ax)
+            f.set(f"psi{suffix}_new", self.psi[ax][1], ax)
+            f.set(f"zeta{suffix}", self.zeta[ax], ax)
+
+    def set_from(self, given: dict[str, Any], convert: Any, suffix: str = "") -> None:
+        """Set this wavefield from a result's ``state`` (keys ending ``suffix``): a restart.
+
+        ``convert`` brings an array into the kernels' layout.  The CPML memory
+        variables are copied on their strips only (they are zero elsewhere,
+        which the kernels rely on).
+        """
+        self.u[...] = convert(given[f"u{suffix}"])
+        self.u_prev[...] = convert(given[f"u{suffix}_prev"])
+        for i, ax in enumerate(self.psi):
+            psi, zeta = convert(given[f"psi{suffix}"][i]), convert(given[f"zeta{suffix}"][i])
+            for sl in self._strips[ax]:
+                self.psi[ax][0][sl] = psi[sl]
+                self.zeta[ax][sl] = zeta[sl]
+
+    def swap(self) -> None:
+        """Swap the buffers as one forward step does (u^{t+1} over u^{t-1}, psi likewise)."""
+        self.u_prev, self.u = self.u, self.u_prev
+        for ax in self.psi:
+            self.psi[ax].reverse()
 
     def outer_parts(self) -> list[Any]:
         """Return views of what a CPML replay starts from (see :mod:`sweep._memory`).
@@ -162,9 +200,12 @@ class AdjState:
     (:meth:`CompiledAcoustic.start_reconstruction`).
     """
 
-    def __init__(self, engine: CompiledAcoustic, *, model: bool, source: bool) -> None:
+    def __init__(
+        self, engine: CompiledStepper, *, model: bool, source: bool, slot: int = _ADJ_SLOT
+    ) -> None:
+        """``slot``: the field slot of the first buffer (15 follow it)."""
         g = engine.geom
-        slot = itertools.count(_ADJ_SLOT)
+        slot = itertools.count(slot)
         self.lam_prev = engine.field(next(slot))
         self.lam = engine.field(next(slot))
         self.P = {ax: [engine.field(next(slot)), engine.field(next(slot))] for ax in engine.axes}
@@ -173,6 +214,25 @@ class AdjState:
         self.grad_src = engine.zeros(g.n_shots, g.n_src, g.nt) if source and g.n_src else None
         self.recon_next: Any = None  # u^{t+1}, then u^{t-1}
         self.recon: Any = None  # u^t
+
+    def point(self, f: _Fields, suffix: str = "") -> None:
+        """Point the adjoint kernels' slots of this wavefield (names ending ``suffix``) at it."""
+        f.set(f"u{suffix}_prev", self.lam_prev)
+        f.set(f"u{suffix}", self.lam)
+        for ax in self.P:
+            f.set(f"psi{suffix}", self.P[ax][0], ax)
+            f.set(f"psi{suffix}_new", self.P[ax][1], ax)
+            f.set(f"zeta{suffix}", self.Z[ax][0], ax)
+            f.set(f"zeta{suffix}_new", self.Z[ax][1], ax)
+
+    def swap(self) -> None:
+        """Swap the buffers as one adjoint step does (the reconstruction's too)."""
+        self.lam_prev, self.lam = self.lam, self.lam_prev
+        for ax in self.P:
+            self.P[ax].reverse()
+            self.Z[ax].reverse()
+        if self.recon is not None:
+            self.recon_next, self.recon = self.recon, self.recon_next
 
 
 def simd_rows() -> int:
@@ -192,23 +252,29 @@ def _max_threads() -> int:
     return int(_C.max_threads())
 
 
-class CompiledAcoustic:
-    """Runs the acoustic kernels on host (NumPy) or device (CuPy) arrays.
+class CompiledStepper:
+    """What every compiled stepper shares, on host (NumPy) or device (CuPy) arrays.
 
-    The acoustic :class:`sweep._stepper.ReversibleStepper`: leapfrog runs
-    backwards in time, so boundary saving applies.
+    Buffers in the kernels' layout, the constant kernel inputs (CPML
+    profiles, source and receiver indices, parameters), the pointer record
+    and the calls of :meth:`forward_steps` and :meth:`adjoint_steps`.  An
+    equation's subclass names its kernels (:attr:`name`: ``sweep._C`` and
+    ``sweep._cuda_backend`` have ``<name>_run``) and its field table
+    (:attr:`fields`, :attr:`grid_fields`, :attr:`model_fields`,
+    :attr:`writes`), and defines its states, the sizes the memory strategies
+    plan with, :meth:`finish_gradient` and the hooks at the end of the class.
     """
 
-    name = "acoustic"
-    reversible = True
-    # The kernels (sweep._C.<kernels>_run, sweep._cuda_backend.<kernels>_run),
-    # their pointer record and the buffers each direction writes.
-    kernels = "acoustic"
-    fields_dtype = ACOUSTIC_FIELDS
-    writes = _WRITES
-    # Temporal blocking's facts (sweep._blocking): a forward step streams u,
-    # u_prev and v^2 dt^2, counted at float32 as the thresholds were tuned, in
-    # one sweep over the grid.
+    name = ""
+    reversible = False
+    fields = ACOUSTIC_FIELDS  # the pointer record (sweep._params)
+    grid_fields = _GRID_FIELDS  # per-shot padded fields (row pitch)
+    model_fields = frozenset({"v2dt2"})  # padded model arrays (row pitch)
+    writes = _WRITES  # per direction (adjoint?), the buffers the kernels write
+    snapshot_values = 1  # values per cell of a snapshot (SWEEP_EQ_SNAP_VALUES)
+    waves = 1  # wavefields stepped together (FwdState / AdjState each)
+    time_blocking = False  # forward calls that store nothing may be blocked in time
+    # Temporal blocking's facts (sweep._blocking), where it applies.
     blocking_cell_bytes = 12
     stages = 1
 
@@ -227,12 +293,11 @@ class CompiledAcoustic:
         if self.xp is np:
             from . import _C
 
-            run = getattr(_C, f"{self.kernels}_run")
+            getattr(_C, f"{self.name}_run")(*args)
         else:
             from . import _cuda_backend
 
-            run = getattr(_cuda_backend, f"{self.kernels}_run")
-        run(*args)
+            getattr(_cuda_backend, f"{self.name}_run")(*args)
 
     # -- facts the memory strategies use --------------------------------------
     @property
@@ -241,27 +306,32 @@ class CompiledAcoustic:
         return self.geom.nt
 
     @property
+    def state_bytes(self) -> int:
+        """Bytes of one checkpoint: per wavefield u^{t-1}, u^t and the CPML strips of psi, zeta."""
+        g = self.geom
+        cells = 2 * g.kernel_shot_stride + 2 * self._strip_cells  # psi and zeta on the strips
+        return self.waves * g.n_shots * cells * self.dtype.itemsize
+
+    @property
+    def live_state_bytes(self) -> int:
+        """Bytes of one forward state: per wavefield u^{t-1}, u^t, two psi and one zeta per axis."""
+        return self.waves * (2 + 3 * self.geom.ndim) * self.field_bytes
+
+    @property
     def step_cells(self) -> int:
         """Cell updates of one step over every shot, as the kernels lay them out."""
         return self.geom.n_shots * self.geom.kernel_shot_stride
 
     @property
     def snapshot_shape(self) -> tuple[int, ...]:
-        """Shape of one step's gradient snapshot: W of the model and CPML cells, every shot."""
-        return (self.geom.n_shots, *self.geom.store_shape)
+        """Shape of one step's gradient snapshot: its values of the model and CPML cells.
 
-    @property
-    def outer_shape(self) -> tuple[int, ...]:
-        """Shape of one step of a CPML replay's output (W of the outer cells, every shot)."""
-        return (self.geom.n_shots, len(self.geom.outer_idx))
-
-    @property
-    def outer_state_bytes(self) -> int:
-        """Bytes of the state a CPML replay starts from (:meth:`FwdState.outer_parts`).
-
-        u^{t-1}, u^t, psi and zeta, each on the strips of every axis.
+        ``(n_shots, *store_shape)`` for one value per cell (acoustic: W),
+        ``(values, n_shots, *store_shape)`` for several (:attr:`snapshot_values`).
         """
-        return self.geom.n_shots * 4 * self._strip_cells * self.dtype.itemsize
+        g = self.geom
+        shape = (g.n_shots, *g.store_shape)
+        return shape if self.snapshot_values == 1 else (self.snapshot_values, *shape)
 
     @functools.cached_property
     def _strip_cells(self) -> int:
@@ -274,11 +344,6 @@ class CompiledAcoustic:
                     g.kernel_shot_stride // g.layout_shape[d] * (strip[-1].stop - strip[-1].start)
                 )
         return cells
-
-    @property
-    def band_shape(self) -> tuple[int, ...]:
-        """Shape of one step's boundary save (u or W of the band, every shot)."""
-        return (self.geom.n_shots, len(self.geom.band_idx))
 
     @property
     def field_bytes(self) -> int:
@@ -295,45 +360,6 @@ class CompiledAcoustic:
             pre = (slice(None),) * (d + 1)
             out[ax] = [(*pre, slice(0, lo)), (*pre, slice(hi, g.padded_shape[d]))]
         return out
-
-    @property
-    def state_bytes(self) -> int:
-        """Bytes of one checkpoint (u^{t-1}, u^t and the CPML strips of psi and zeta)."""
-        g = self.geom
-        cells = 2 * g.kernel_shot_stride + 2 * self._strip_cells  # psi and zeta on the strips
-        return g.n_shots * cells * self.dtype.itemsize
-
-    @property
-    def live_state_bytes(self) -> int:
-        """Bytes of one :class:`FwdState`: u^{t-1}, u^t, two psi and one zeta per axis."""
-        return (2 + 3 * self.geom.ndim) * self.field_bytes
-
-    @property
-    def model_gradient_bytes(self) -> int:
-        """Bytes of the per-shot gradient accumulator (``AdjState.grad_v2dt2``)."""
-        return self.field_bytes
-
-    @property
-    def reconstruction_bytes(self) -> int:
-        """Bytes of the reconstructed u^{t+1} and u^t (:meth:`start_reconstruction`)."""
-        return 2 * self.field_bytes
-
-    def working_bytes(self, *, gradient: bool) -> int:
-        """Arrays every run allocates besides the strategy's storage (for estimates).
-
-        Forward: its state (kept on the result), padded v^2 dt^2 and receivers.
-        Gradient: also the adjoint state, the per-shot gradient accumulator, the
-        source-amplitude gradient and the model-size outputs.
-        """
-        g = self.geom
-        item = self.dtype.itemsize
-        fields = 2 + 3 * g.ndim  # u_prev, u, psi x2 and zeta per axis
-        total = 3 * g.shot_stride * item  # v2dt2 and the padding temporaries
-        total += g.n_shots * g.n_rec * g.nt * item
-        if gradient:
-            fields += 4 + 4 * g.ndim  # lam x2, v^2 dt^2 lam, P x2 and Z x2 per axis, gradient
-            total += g.n_shots * g.n_src * g.nt * item + 4 * g.shot_stride * item
-        return total + fields * self.field_bytes
 
     # -- buffers ---------------------------------------------------------------
     def zeros(self, *shape: int, slot: int | None = None) -> Any:
@@ -385,40 +411,32 @@ class CompiledAcoustic:
         out[...] = x
         return out
 
-    def kernel_v2dt2(self, v2dt2: Any) -> Any:
-        """v^2 dt^2 on the padded grid in the kernels' row layout (see :meth:`field`)."""
-        return self.copy_field(v2dt2, _V2DT2_SLOT)
-
     @functools.cached_property
     def buffer_layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
         """Per kernel field, the shape (-1: any extent) and row pitch (0: dense) it must have.
 
-        Keys are the names of :data:`sweep._params.ACOUSTIC_FIELDS`, and
+        Keys are the names of the pointer record (:attr:`fields`), and
         ``("pml_a", axis)`` / ``("pml_b", axis)`` for the per-axis profiles.
         """
+        return self._layouts()
+
+    def _layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
+        """Return :attr:`buffer_layouts` (reversible steppers add boundary saving's buffers)."""
         g = self.geom
         pitch = g.layout_shape[-1]
         grid = ((g.n_shots, *g.padded_shape), pitch)
         out: dict[Any, tuple[tuple[int, ...], int]] = {
-            "v2dt2": (g.padded_shape, pitch),
             "src_amp": ((g.n_shots, g.n_src, g.nt), 0),
             "grad_src": ((g.n_shots, g.n_src, g.nt), 0),
             "src_idx": ((g.n_shots, g.n_src), 0),
             "rec": ((g.n_shots, g.n_rec, g.nt), 0),
             "rec_idx": ((g.n_shots, g.n_rec), 0),
             "store": ((-1, *self.snapshot_shape), 0),
-            "band_u": ((-1, *self.band_shape), 0),
-            "band_w": ((-1, *self.band_shape), 0),
-            "band_idx": ((len(g.band_idx),), 0),
-            "band_row": ((len(g.band_row),), 0),
-            "replay_w": ((-1, *self.outer_shape), 0),
-            "outer_idx": ((len(g.outer_idx),), 0),
-            "outer_row": ((len(g.outer_row),), 0),
-            "cpml_pos": ((len(g.cpml_pos),), 0),
             "rec_groups": ((-1, 4), 0),
             "rec_order": ((g.n_shots * g.n_rec,), 0),
         }
-        out.update(dict.fromkeys(_GRID_FIELDS, grid))
+        out.update(dict.fromkeys(self.grid_fields, grid))
+        out.update(dict.fromkeys(self.model_fields, (g.padded_shape, pitch)))
         for d, ax in enumerate(self.axes):
             out["pml_a", ax] = out["pml_b", ax] = ((g.padded_shape[d],), 0)
         return out
@@ -430,34 +448,10 @@ class CompiledAcoustic:
         """
         return kernel_array(x, self.dtype if dtype is None else dtype, name=name, xp=self.xp)
 
-    def new_state(self) -> FwdState:
-        """Return zeroed forward wavefields (step 0)."""
-        return FwdState(self)
-
-    def new_adjoint(self, *, model: bool, source: bool) -> AdjState:
-        """Return zeroed adjoint wavefields and the gradient accumulators asked for."""
-        return AdjState(self, model=model, source=source)
-
     def new_receivers(self) -> Any:
         """Return zeroed receiver traces (n_shots, n_rec, nt)."""
         g = self.geom
         return self.zeros(g.n_shots, g.n_rec, g.nt)
-
-    def start_reconstruction(self, adj: AdjState, final: FwdState) -> None:
-        """Run the forward wavefield backwards alongside ``adj``, from u^{nt} and u^{nt-1}."""
-        adj.recon_next = self.copy_field(final.u, _RECON_SLOT)  # u^{nt}
-        adj.recon = self.copy_field(final.u_prev, _RECON_SLOT + 1)  # u^{nt-1}
-
-    def finish_gradient(self, adj: AdjState, v2dt2: Any) -> Any:
-        """Return the gradient with respect to the padded v^2 dt^2, summed over shots.
-
-        The kernels accumulate sum mu W with mu = v^2 dt^2 lambda; cells with
-        v^2 dt^2 = 0 (halo, free-surface rows) take no part and get zero.
-        """
-        xp = self.xp
-        live = v2dt2 > 0
-        grad = adj.grad_v2dt2.sum(axis=0)
-        return xp.where(live, grad / xp.where(live, v2dt2, 1), 0).astype(grad.dtype)
 
     def source_gradient(self, adj: AdjState) -> Any:
         """Return the gradient with respect to the source amplitudes (zeros without sources)."""
@@ -497,13 +491,14 @@ class CompiledAcoustic:
         if g.n_rec and xp is not np:
             out["rec_groups"] = self._rec_groups()
             out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
-        if xp is np:
+        if xp is np and self.time_blocking:
             steps, group, tile = _blocking.time_blocking(
                 g, self.n_threads or _max_threads(), cell_bytes=self.blocking_cell_bytes
             )
             out["params"]["block_steps"] = steps
             out["params"]["block_group"] = group
             out["params"]["block_tile"] = tile
+        if xp is np:
             out["params"]["simd_rows"] = simd_rows()
         if _debug.enabled():  # host side of the CUDA kernels' SWEEP_DEBUG index checks
             for what, idx in (("source", out["src_idx"]), ("receiver", out["rec_idx"])):
@@ -511,17 +506,9 @@ class CompiledAcoustic:
                     _debug.check_indices(out["params"], what, idx)
         return out
 
-    def _set_coefficients(self, f: _Fields, v2dt2: Any) -> None:
-        """Point the kernels' model slots at the coefficients (acoustic: v^2 dt^2)."""
-        f.set("v2dt2", v2dt2)
-
-    def _set_gradients(self, f: _Fields, adj: AdjState) -> None:
-        """Point the kernels' model-gradient slots at the accumulators of ``adj``."""
-        f.set("grad_v2dt2", adj.grad_v2dt2)
-
-    def _common(self, f: _Fields, v2dt2: Any, amp: Any) -> None:
+    def _common(self, f: _Fields, coeffs: Any, amp: Any, *, adjoint: bool) -> None:
         c = self._constants
-        self._set_coefficients(f, v2dt2)
+        self._set_coefficients(f, coeffs, adjoint=adjoint)
         for axis, (a, b) in zip(self.axes, c["pml"], strict=True):
             f.set("pml_a", a, axis)
             f.set("pml_b", b, axis)
@@ -585,8 +572,8 @@ class CompiledAcoustic:
     # -- stepping ----------------------------------------------------------------
     def forward_steps(
         self,
-        state: FwdState,
-        v2dt2: Any,
+        state: Any,
+        coeffs: Any,
         amp: Any,
         t0: int,
         n: int,
@@ -600,14 +587,15 @@ class CompiledAcoustic:
         """Advance ``state`` by steps ``t0 .. t0+n-1``.
 
         ``receivers`` (n_shots, n_rec, nt) receives samples t0..t0+n-1.
-        ``store`` receives W of the model cells of every step ``t`` with
-        ``t % store_every == 0``, slot 0 being the first such step.
-        ``band_u``/``band_w`` (n, n_shots, n_band) receive the band of u^t and W^t.
+        ``store`` receives the snapshot (acoustic: W of the model and CPML
+        cells) of every step ``t`` with ``t % store_every == 0``, slot 0 being
+        the first such step.  ``band_u``/``band_w`` (n, n_shots, n_band)
+        receive the band of u^t and W^t (boundary saving, reversible steppers).
         """
         if n <= 0:
             return
         tuner = None
-        if self.xp is np and store is None and band_u is None:
+        if self.time_blocking and self.xp is np and store is None and band_u is None:
             tuner = _blocking.tuner_for(
                 self.geom,
                 self.dtype.name,
@@ -618,23 +606,23 @@ class CompiledAcoustic:
         out = {"receivers": receivers, "store": store, "store_every": store_every,
                "band_u": band_u, "band_w": band_w}  # fmt: skip
         if tuner is None:
-            self._forward_call(state, v2dt2, amp, t0, n, out)
-            self._check_finite(state.u, "forward", t0, t0 + n - 1)
+            self._forward_call(state, coeffs, amp, t0, n, out)
+            self._check_finite(self._watched(state), "forward", t0, t0 + n - 1)
             return
         t, end = t0, t0 + n
         while t < end:
             blocking, k, _ = tuner.next_piece(end - t)
             start = time.perf_counter()
-            self._forward_call(state, v2dt2, amp, t, k, out, blocking)
+            self._forward_call(state, coeffs, amp, t, k, out, blocking)
             tuner.record(blocking, k, time.perf_counter() - start)
             t += k
-        self._check_finite(state.u, "forward", t0, t0 + n - 1)
+        self._check_finite(self._watched(state), "forward", t0, t0 + n - 1)
 
     def _check_finite(self, field: Any, what: str, first: int, last: int) -> None:
         if _debug.enabled():  # debug mode: NaN/Inf after each call (see sweep._debug)
             _debug.check_finite(self.geom, field, what, (first, last))
 
-    def _forward_call(self, state, v2dt2, amp, t0: int, n: int, out: dict, blocking=None) -> None:
+    def _forward_call(self, state, coeffs, amp, t0: int, n: int, out: dict, blocking=None) -> None:
         """Run one kernel call of :meth:`forward_steps` (``out``: its output keywords).
 
         ``blocking`` (steps, group, tile), when given, replaces the untuned choice.
@@ -643,8 +631,10 @@ class CompiledAcoustic:
         band_u, band_w = out["band_u"], out["band_w"]
         g = self.geom
         f = _Fields(self, adjoint=False)
-        self._common(f, v2dt2, amp)
-        f.set("rec", receivers if g.n_rec else None)
+        self._common(f, coeffs, amp, adjoint=False)
+        f.set(
+            "rec", self._receiver_record(receivers) if g.n_rec and receivers is not None else None
+        )
         self._forward_state(f, state)
         f.set("store", store)
         if band_u is not None:
@@ -658,6 +648,189 @@ class CompiledAcoustic:
                   self.n_threads)  # fmt: skip
         self._swap_forward(state, n)
 
+    def adjoint_steps(
+        self,
+        adj: Any,
+        coeffs: Any,
+        amp: Any,
+        grad_rec: Any,
+        t_end: int,
+        n: int,
+        *,
+        store: Any = None,
+        store_every: int = 1,
+        band_w: Any = None,
+        band_u_offset: tuple[Any, int] | None = None,
+        replay_w: Any = None,
+    ) -> None:
+        """Run adjoint steps ``t_end-1`` down to ``t_end-n``.
+
+        ``store``: snapshots of this range as :meth:`forward_steps` wrote them.
+        Boundary saving (reversible steppers, with the reconstruction
+        started): ``band_w`` holds slots t_end-n .. t_end-1; ``band_u_offset =
+        (array, offset_bytes)`` points at the slot of step t_end-n-1 (the
+        offset may reach one slot before the array); ``replay_w`` holds W of
+        the outer cells for slots t_end-n .. t_end-1 (``replay_steps``).
+        """
+        if n <= 0:
+            return
+        g = self.geom
+        f = _Fields(self, adjoint=True)
+        self._common(f, coeffs, amp, adjoint=True)
+        if g.n_rec:
+            f.set("rec", self._receiver_record(grad_rec))
+        self._adjoint_state(f, adj)
+        f.set("grad_src", adj.grad_src)
+        f.set("store", store)
+        recon = self._reconstruction(f, adj, band_w, band_u_offset, replay_w)
+        params = self._params(store_every, recon)
+        self._run(g.ndim, g.order, self.dtype == np.float64, True, params, f.rec, t_end, n,
+                  self.n_threads)  # fmt: skip
+        if n % 2:
+            self._swap_adjoint(adj)
+        self._check_finite(self._watched(adj), "adjoint", t_end - 1, t_end - n)
+
+    # -- the equation's part ------------------------------------------------------
+    def _set_coefficients(self, f: _Fields, coeffs: Any, *, adjoint: bool) -> None:
+        """Point the model fields of ``f`` at ``coeffs``."""
+        raise NotImplementedError
+
+    def _receiver_record(self, x: Any) -> Any:
+        """Return the receivers (forward) or their cotangent (adjoint) as ``rec`` takes them."""
+        return x
+
+    def new_state(self) -> Any:
+        """Return zeroed forward wavefields (step 0)."""
+        return FwdState(self)
+
+    def new_adjoint(self, *, model: bool, source: bool) -> Any:
+        """Return zeroed adjoint wavefields and the gradient accumulators asked for."""
+        return AdjState(self, model=model, source=source)
+
+    def _forward_state(self, f: _Fields, state: Any) -> None:
+        """Point the forward kernels' wavefield slots at ``state`` (default: one wavefield)."""
+        state.point(f)
+
+    def _swap_forward(self, state: Any, n: int) -> None:
+        """Swap ``state``'s buffers as ``n`` forward steps did."""
+        if n % 2:
+            state.swap()
+
+    def _adjoint_state(self, f: _Fields, adj: Any) -> None:
+        """Point the adjoint kernels' wavefield and gradient slots at ``adj``."""
+        adj.point(f)
+        f.set("grad_v2dt2", adj.grad_v2dt2)
+
+    def _swap_adjoint(self, adj: Any) -> None:
+        """Swap ``adj``'s buffers as an odd number of adjoint steps did."""
+        adj.swap()
+
+    def _reconstruction(self, f: _Fields, adj: Any, band_w: Any, band_u_offset: Any,
+                        replay_w: Any) -> bool:  # fmt: skip
+        """Point ``f`` at boundary saving's buffers when ``adj`` reconstructs; whether it does."""
+        return False
+
+    def _watched(self, state: Any) -> Any:
+        """Return the field of a forward or adjoint state that debug mode checks for NaN/Inf."""
+        return state.lam if isinstance(state, AdjState) else state.u
+
+
+class CompiledAcoustic(CompiledStepper):
+    """Runs the acoustic kernels on host (NumPy) or device (CuPy) arrays.
+
+    The acoustic :class:`sweep._stepper.ReversibleStepper`: leapfrog runs
+    backwards in time, so boundary saving applies.
+    """
+
+    name = "acoustic"
+    reversible = True
+    # Temporal blocking: a forward step streams u, u_prev and v^2 dt^2, counted
+    # at float32 as the thresholds were tuned, in one sweep over the grid.
+    time_blocking = True
+    blocking_cell_bytes = 12
+    stages = 1
+
+    # -- facts the memory strategies use --------------------------------------
+    @property
+    def outer_shape(self) -> tuple[int, ...]:
+        """Shape of one step of a CPML replay's output (W of the outer cells, every shot)."""
+        return (self.geom.n_shots, len(self.geom.outer_idx))
+
+    @property
+    def outer_state_bytes(self) -> int:
+        """Bytes of the state a CPML replay starts from (:meth:`FwdState.outer_parts`).
+
+        u^{t-1}, u^t, psi and zeta, each on the strips of every axis.
+        """
+        return self.geom.n_shots * 4 * self._strip_cells * self.dtype.itemsize
+
+    @property
+    def band_shape(self) -> tuple[int, ...]:
+        """Shape of one step's boundary save (u or W of the band, every shot)."""
+        return (self.geom.n_shots, len(self.geom.band_idx))
+
+    @property
+    def model_gradient_bytes(self) -> int:
+        """Bytes of the per-shot gradient accumulator (``AdjState.grad_v2dt2``)."""
+        return self.field_bytes
+
+    @property
+    def reconstruction_bytes(self) -> int:
+        """Bytes of the reconstructed u^{t+1} and u^t (:meth:`start_reconstruction`)."""
+        return 2 * self.field_bytes
+
+    def working_bytes(self, *, gradient: bool) -> int:
+        """Arrays every run allocates besides the strategy's storage (for estimates).
+
+        Forward: its state (kept on the result), padded v^2 dt^2 and receivers.
+        Gradient: also the adjoint state, the per-shot gradient accumulator, the
+        source-amplitude gradient and the model-size outputs.
+        """
+        g = self.geom
+        item = self.dtype.itemsize
+        fields = 2 + 3 * g.ndim  # u_prev, u, psi x2 and zeta per axis
+        total = 3 * g.shot_stride * item  # v2dt2 and the padding temporaries
+        total += g.n_shots * g.n_rec * g.nt * item
+        if gradient:
+            fields += 4 + 4 * g.ndim  # lam x2, v^2 dt^2 lam, P x2 and Z x2 per axis, gradient
+            total += g.n_shots * g.n_src * g.nt * item + 4 * g.shot_stride * item
+        return total + fields * self.field_bytes
+
+    # -- buffers and states ------------------------------------------------------
+    def _layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
+        g = self.geom
+        return super()._layouts() | {
+            "band_u": ((-1, *self.band_shape), 0),
+            "band_w": ((-1, *self.band_shape), 0),
+            "band_idx": ((len(g.band_idx),), 0),
+            "band_row": ((len(g.band_row),), 0),
+            "replay_w": ((-1, *self.outer_shape), 0),
+            "outer_idx": ((len(g.outer_idx),), 0),
+            "outer_row": ((len(g.outer_row),), 0),
+            "cpml_pos": ((len(g.cpml_pos),), 0),
+        }
+
+    def kernel_v2dt2(self, v2dt2: Any) -> Any:
+        """v^2 dt^2 on the padded grid in the kernels' row layout (see :meth:`field`)."""
+        return self.copy_field(v2dt2, _V2DT2_SLOT)
+
+    def start_reconstruction(self, adj: AdjState, final: FwdState) -> None:
+        """Run the forward wavefield backwards alongside ``adj``, from u^{nt} and u^{nt-1}."""
+        adj.recon_next = self.copy_field(final.u, _RECON_SLOT)  # u^{nt}
+        adj.recon = self.copy_field(final.u_prev, _RECON_SLOT + 1)  # u^{nt-1}
+
+    def finish_gradient(self, adj: AdjState, v2dt2: Any) -> Any:
+        """Return the gradient with respect to the padded v^2 dt^2, summed over shots.
+
+        The kernels accumulate sum mu W with mu = v^2 dt^2 lambda; cells with
+        v^2 dt^2 = 0 (halo, free-surface rows) take no part and get zero.
+        """
+        xp = self.xp
+        live = v2dt2 > 0
+        grad = adj.grad_v2dt2.sum(axis=0)
+        return xp.where(live, grad / xp.where(live, v2dt2, 1), 0).astype(grad.dtype)
+
+    # -- stepping ----------------------------------------------------------------
     def replay_steps(
         self, state: FwdState, v2dt2: Any, t0: int, n: int, *, band_u: Any, replay_w: Any
     ) -> None:
@@ -674,7 +847,7 @@ class CompiledAcoustic:
             return
         g = self.geom
         f = _Fields(self, adjoint=False)
-        self._common(f, v2dt2, None)
+        self._common(f, v2dt2, None, adjoint=False)
         self._forward_state(f, state)
         self._band(f, replay_w)
         f.set("band_u", band_u)
@@ -682,78 +855,18 @@ class CompiledAcoustic:
                   t0, n, self.n_threads)  # fmt: skip
         self._swap_forward(state, n)
 
-    def _forward_state(self, f: _Fields, state: FwdState) -> None:
-        """Point the forward kernels' wavefield slots at ``state``."""
-        f.set("u_prev", state.u_prev)
-        f.set("u", state.u)
-        for ax in self.axes:
-            f.set("psi", state.psi[ax][0], ax)
-            f.set("psi_new", state.psi[ax][1], ax)
-            f.set("zeta", state.zeta[ax], ax)
+    # -- the hooks of CompiledStepper -----------------------------------------------
+    def _set_coefficients(self, f: _Fields, coeffs: Any, *, adjoint: bool) -> None:
+        f.set("v2dt2", coeffs)
 
-    def _swap_forward(self, state: FwdState, n: int) -> None:
-        if n % 2:
-            state.u_prev, state.u = state.u, state.u_prev
-            for ax in self.axes:
-                state.psi[ax].reverse()
-
-    def adjoint_steps(
-        self,
-        adj: AdjState,
-        v2dt2: Any,
-        amp: Any,
-        grad_rec: Any,
-        t_end: int,
-        n: int,
-        *,
-        store: Any = None,
-        store_every: int = 1,
-        band_w: Any = None,
-        band_u_offset: tuple[Any, int] | None = None,
-        replay_w: Any = None,
-    ) -> None:
-        """Run adjoint steps ``t_end-1`` down to ``t_end-n``.
-
-        ``store``: snapshots of this range as :meth:`forward_steps` wrote them.
-        Boundary saving (``adj.recon`` set): ``band_w`` holds slots t_end-n ..
-        t_end-1; ``band_u_offset = (array, offset_bytes)`` points at the slot
-        of step t_end-n-1 (the offset may reach one slot before the array);
-        ``replay_w`` holds W of the outer cells for slots t_end-n .. t_end-1
-        (:meth:`replay_steps`).
-        """
-        if n <= 0:
-            return
-        g = self.geom
-        f = _Fields(self, adjoint=True)
-        self._common(f, v2dt2, amp)
-        if g.n_rec:
-            f.set("rec", grad_rec)
-        f.set("u_prev", adj.lam_prev)
-        f.set("u", adj.lam)
-        for ax in self.axes:
-            f.set("psi", adj.P[ax][0], ax)
-            f.set("psi_new", adj.P[ax][1], ax)
-            f.set("zeta", adj.Z[ax][0], ax)
-            f.set("zeta_new", adj.Z[ax][1], ax)
-        self._set_gradients(f, adj)
-        f.set("grad_src", adj.grad_src)
-        f.set("store", store)
-        recon = adj.recon is not None
-        if recon:
-            f.set("recon_u_next", adj.recon_next)
-            f.set("recon_u", adj.recon)
-            self._band(f, replay_w)
-            f.set("band_w", band_w)
-            arr, offset = band_u_offset if band_u_offset is not None else (None, 0)
-            f.set("band_u", arr, offset=offset)
-        params = self._params(store_every, recon)
-        self._run(g.ndim, g.order, self.dtype == np.float64, True, params, f.rec, t_end, n,
-                  self.n_threads)  # fmt: skip
-        if n % 2:
-            adj.lam_prev, adj.lam = adj.lam, adj.lam_prev
-            for ax in self.axes:
-                adj.P[ax].reverse()
-                adj.Z[ax].reverse()
-            if recon:
-                adj.recon_next, adj.recon = adj.recon, adj.recon_next
-        self._check_finite(adj.lam, "adjoint", t_end - 1, t_end - n)
+    def _reconstruction(self, f: _Fields, adj: AdjState, band_w: Any, band_u_offset: Any,
+                        replay_w: Any) -> bool:  # fmt: skip
+        if adj.recon is None:
+            return False
+        f.set("recon_u_next", adj.recon_next)
+        f.set("recon_u", adj.recon)
+        self._band(f, replay_w)
+        f.set("band_w", band_w)
+        arr, offset = band_u_offset if band_u_offset is not None else (None, 0)
+        f.set("band_u", arr, offset=offset)
+        return True

@@ -1,11 +1,11 @@
 """CUDA launcher: compiles ``cuda/*.cu`` with CuPy (NVRTC) and runs time steps.
 
-It exposes the same ``<kernels>_run`` entry points as the CPU binding
-(``sweep._C``: ``acoustic_run``, ``vrz_run``), taking the same parameter and
-pointer records, so the driver in ``sweep._compiled`` is shared.  Kernels
-(``cuda/<kernels>.cu``) are compiled once per (equation, ndim, order, dtype,
-device, options) from a preamble that defines the specialisation macros and
-the FD coefficients rendered by ``sweep._fd``.
+It exposes the same ``<equation>_run`` entry points as the CPU binding
+(``sweep._C``: ``acoustic_run``, ``lsrtm_run``, ``vrz_run``), taking the same
+parameter and pointer records, so the driver in ``sweep._compiled`` is shared.
+Kernels (``cuda/<equation>.cu``) are compiled once per (equation, ndim, order,
+dtype, device, options) from a preamble that defines the specialisation
+macros and the FD coefficients rendered by ``sweep._fd``.
 
 Run-time settings (``sweep.config``) that reach the kernels: ``fast_math``
 (``--use_fast_math``), ``debug`` (``SWEEP_DEBUG``: index bounds checks in the
@@ -32,8 +32,10 @@ from ._config import config
 from ._params import ACOUSTIC_PARAMS
 
 _BLOCK = (32, 8, 1)
-# The kernel sources, one per equation (cuda/<name>.cu).
-KERNELS = ("acoustic", "vrz")
+# The equations with CUDA kernels (cuda/<equation>.cu), and the wavefields of
+# each: the suffixes of their fields' names in the pointer record (u{s},
+# u{s}_prev, psi{s}, psi{s}_new, zeta{s}, zeta{s}_new).
+WAVES = {"acoustic": ("",), "lsrtm": ("0", "1"), "vrz": ("",)}
 
 
 def source_dir() -> Path:
@@ -108,9 +110,9 @@ def _module(
     dtype_str: str,
     device_id: int,
     settings: tuple[bool, bool, bool, str],
-    kernels: str = "acoustic",
+    equation: str = "acoustic",
 ) -> Any:
-    """Compile one specialisation of ``cuda/<kernels>.cu``, once per process.
+    """Compile one specialisation of ``cuda/<equation>.cu``, once per process.
 
     ``settings``: :func:`kernel_settings`.
     """
@@ -119,7 +121,7 @@ def _module(
     fast_math, debug, cache, folder = settings
     src_dir = source_dir()
     code = preamble(ndim, order, np.dtype(dtype_str), debug=debug)
-    code += (src_dir / f"{kernels}.cu").read_text()
+    code += (src_dir / f"{equation}.cu").read_text()
     with cupy.cuda.Device(device_id), _cupy_cache(cache, folder):
         mod = cupy.RawModule(code=code, options=compile_options(fast_math=fast_math))
         mod.compile()
@@ -131,6 +133,7 @@ def precompile(
     orders: Sequence[int] = (2, 4, 6, 8),
     dtypes: Sequence[Any] = (np.float32, np.float64),
     devices: Sequence[int] | None = None,
+    equations: Sequence[str] = tuple(WAVES),
 ) -> int:
     """Compile every CUDA kernel specialisation into the kernel cache; return how many.
 
@@ -154,10 +157,10 @@ def precompile(
         devices = range(int(cupy.cuda.runtime.getDeviceCount()))
     settings = kernel_settings()
     count = 0
-    for device, kernels, ndim, order, dtype in itertools.product(
-        devices, KERNELS, ndims, orders, dtypes
+    for equation, device, ndim, order, dtype in itertools.product(
+        equations, devices, ndims, orders, dtypes
     ):
-        _module(int(ndim), int(order), np.dtype(dtype).str, int(device), settings, kernels)
+        _module(int(ndim), int(order), np.dtype(dtype).str, int(device), settings, equation)
         count += 1
     return count
 
@@ -168,6 +171,33 @@ def _swap(fields: np.ndarray, a: str, b: str, axes: list[int] | None = None) -> 
     else:
         for ax in axes:
             fields[a][ax], fields[b][ax] = fields[b][ax].copy(), fields[a][ax].copy()
+
+
+def _run(
+    equation: str,
+    ndim: int,
+    order: int,
+    is_double: bool,
+    adjoint: bool,
+    params: np.ndarray,
+    fields: np.ndarray,
+    t: int,
+    n_steps: int,
+) -> None:
+    import cupy
+
+    dtype = np.float64 if is_double else np.float32
+    settings = kernel_settings()
+    mod = _module(ndim, order, np.dtype(dtype).str, cupy.cuda.Device().id, settings, equation)
+    run_steps(mod, equation, ndim, order, adjoint, params, fields, t, n_steps)
+    if settings[1]:  # debug: report a kernel's failed index check here, not at a later call
+        try:
+            cupy.cuda.get_current_stream().synchronize()
+        except cupy.cuda.runtime.CUDARuntimeError as exc:
+            raise RuntimeError(
+                f"sweep debug: a CUDA kernel stopped ({exc}); the line starting 'sweep debug:' "
+                "that it printed names the bad index"
+            ) from exc
 
 
 def acoustic_run(
@@ -185,6 +215,21 @@ def acoustic_run(
     _run("acoustic", ndim, order, is_double, adjoint, params, fields, t, n_steps)
 
 
+def lsrtm_run(
+    ndim: int,
+    order: int,
+    is_double: bool,
+    adjoint: bool,
+    params: np.ndarray,
+    fields: np.ndarray,
+    t: int,
+    n_steps: int,
+    n_threads: int = 0,
+) -> None:
+    """Run Born (LSRTM) steps as :func:`acoustic_run` does acoustic ones."""
+    _run("lsrtm", ndim, order, is_double, adjoint, params, fields, t, n_steps)
+
+
 def vrz_run(
     ndim: int,
     order: int,
@@ -196,39 +241,13 @@ def vrz_run(
     n_steps: int,
     n_threads: int = 0,
 ) -> None:
-    """Run ``n_steps`` steps of the VRZ kernels (as :func:`acoustic_run`)."""
+    """Run VRZ steps as :func:`acoustic_run` does acoustic ones."""
     _run("vrz", ndim, order, is_double, adjoint, params, fields, t, n_steps)
-
-
-def _run(
-    kernels: str,
-    ndim: int,
-    order: int,
-    is_double: bool,
-    adjoint: bool,
-    params: np.ndarray,
-    fields: np.ndarray,
-    t: int,
-    n_steps: int,
-) -> None:
-    import cupy
-
-    dtype = np.float64 if is_double else np.float32
-    settings = kernel_settings()
-    mod = _module(ndim, order, np.dtype(dtype).str, cupy.cuda.Device().id, settings, kernels)
-    run_steps(mod, ndim, order, adjoint, params, fields, t, n_steps, kernels)
-    if settings[1]:  # debug: report a kernel's failed index check here, not at a later call
-        try:
-            cupy.cuda.get_current_stream().synchronize()
-        except cupy.cuda.runtime.CUDARuntimeError as exc:
-            raise RuntimeError(
-                f"sweep debug: a CUDA kernel stopped ({exc}); the line starting 'sweep debug:' "
-                "that it printed names the bad index"
-            ) from exc
 
 
 def run_steps(
     mod: Any,
+    equation: str,
     ndim: int,
     order: int,
     adjoint: bool,
@@ -236,9 +255,8 @@ def run_steps(
     fields: np.ndarray,
     t: int,
     n_steps: int,
-    kernels: str = "acoustic",
 ) -> None:
-    """Launch the kernels ``<kernels>_*`` of :func:`acoustic_run` through ``mod.get_function``.
+    """Launch the kernels of ``<equation>_run`` through ``mod.get_function``.
 
     ``mod`` is a CuPy RawModule, or the tests' host build of the same sources.
     Boundary saving's kernels are looked up only when the fields ask for it.
@@ -257,34 +275,36 @@ def run_steps(
     shot_grid = ((n_shots + 127) // 128,)
     axes = [3 - ndim + d for d in range(ndim)]
     faces = [(d, side) for d in axes for side, key in ((0, "free_lo"), (1, "free_hi")) if p[key][d]]
-    main = mod.get_function(f"{kernels}_adjoint" if adjoint else f"{kernels}_forward")
-    sources = mod.get_function(
-        f"{kernels}_adjoint_sources" if adjoint else f"{kernels}_forward_sources"
-    )
-    ghosts = mod.get_function(f"{kernels}_ghosts")
+    waves = WAVES[equation]
+
+    def kernel(name: str) -> Any:
+        return mod.get_function(f"{equation}_{name}")
+
+    main = kernel("adjoint" if adjoint else "forward")
+    sources = kernel("adjoint_sources" if adjoint else "forward_sources")
+    ghosts = kernel("ghosts")
     steps = range(t - 1, t - n_steps - 1, -1) if adjoint else range(t, t + n_steps)
     t_first = t - n_steps if adjoint else t
     k = max(int(p["store_every"]), 1)
     n_band = int(p["n_band"]) if int(f["band_idx"]) else 0
-    recon = (
-        adjoint
-        and "recon_u" in f.dtype.names
-        and bool(int(f["recon_u"]))
-        and bool(int(f["grad_v2dt2"]))
-    )
+    recon = adjoint and "recon_u" in f.dtype.names and bool(int(f["recon_u"]))
+    recon = recon and bool(int(f["grad_v2dt2"]))
     # CPML replay (boundary saving): the forward loads the band's u^t and keeps
     # W^t of the outer cells; the adjoint correlates the CPML cells with it.
     replay = bool(int(f["replay_w"]))
-    if n_band or replay:
-        band = mod.get_function(f"{kernels}_band_restore" if adjoint else f"{kernels}_band_save")
-        band_load = mod.get_function(f"{kernels}_band_load")
-        correlate = mod.get_function(f"{kernels}_replay_correlate")
-    band_grid = ((n_shots * n_band + 255) // 256,)
-    cpml_grid = ((n_shots * int(p["n_cpml"]) + 255) // 256,)
+    if n_band:
+        band = kernel("band_restore" if adjoint else "band_save")
+        band_load = kernel("band_load")
+        band_grid = ((n_shots * n_band + 255) // 256,)
+    if replay:
+        correlate = kernel("replay_correlate")
+        cpml_grid = ((n_shots * int(p["n_cpml"]) + 255) // 256,)
     # Receivers: one thread each (forward), one per receiver cell (adjoint).
-    receivers = mod.get_function(f"{kernels}_inject_residuals" if adjoint else f"{kernels}_record")
+    receivers = kernel("inject_residuals" if adjoint else "record")
     n_rec_items = int(p["n_rec_groups"]) if adjoint else n_shots * int(p["n_rec"])
     rec_grid = ((n_rec_items + 255) // 256,) if int(f["rec"]) and n_rec_items else None
+    # Free-surface ghosts: the new state of every wavefield (and the reconstruction's).
+    targets = [f"u{s}_prev" for s in waves] + (["recon_u_next"] if recon else [])
     for step in steps:
         # Same slot rule as the CPU driver (store_slot in cpu_skeleton.h).
         slot = step // k - (t_first + k - 1) // k if step % k == 0 else -1
@@ -308,16 +328,16 @@ def run_steps(
         for d, side in faces:
             n1 = int(shape[1 if d == 0 else 0]) * int(shape[2 if d != 2 else 1])
             total = n_shots * h * n1
-            targets = ["u_prev", "recon_u_next"] if recon else ["u_prev"]
             for name in targets:
                 ghosts(
                     ((total + 255) // 256,),
                     (256,),
                     (p[()], np.uint64(f[name]), np.int32(d), np.int32(side)),
                 )
-        _swap(f, "u_prev", "u")
-        _swap(f, "psi", "psi_new", axes)
-        if adjoint:
-            _swap(f, "zeta", "zeta_new", axes)
-            if recon:
-                _swap(f, "recon_u_next", "recon_u")
+        for s in waves:
+            _swap(f, f"u{s}_prev", f"u{s}")
+            _swap(f, f"psi{s}", f"psi{s}_new", axes)
+            if adjoint:
+                _swap(f, f"zeta{s}", f"zeta{s}_new", axes)
+        if recon:
+            _swap(f, "recon_u_next", "recon_u")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _fd
+from ._callbacks import Callbacks, CallbackState
 from ._grid import Geometry
 from ._xp import array_namespace, device_of, pad_zeros, scatter_add
 
@@ -295,19 +296,63 @@ class EagerBase:
         """Return the state as the user sees it (CPML fields on the padded grid)."""
         raise NotImplementedError
 
-    def run_steps(
-        self, coeffs: Any, amp: Any, progress: bool = False
-    ) -> tuple[list[list[Any]], dict[str, Any]]:
-        """Every step from the zero state: per-step outputs and the final state."""
-        g = self.geom
+    def callback_fields(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Return the wavefields a callback sees: the state's padded fields by name."""
+        return {k: v for k, v in state.items() if not isinstance(v, list)}
+
+    def load_state(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Return the state of step 0 from ``fields``, a result's ``state`` (a restart).
+
+        Wavefields are copied; the CPML memory variables (on the whole padded
+        grid there) are cut back to their strips.
+        """
         state = self.initial_state()
+        for key, zero in state.items():
+            x = fields[key]
+            if not isinstance(zero, list):
+                state[key] = self.xp.asarray(x, copy=True)
+                continue
+            strips = []
+            for d, (per_axis, full) in enumerate(zip(zero, x, strict=True)):
+                axis = d + 1
+                inner = self._interior(full, keep=axis)
+                cut = []
+                for (s0, n), z in zip(self.strips[d], per_axis, strict=True):
+                    part = _along(inner, axis, s0, s0 + n)
+                    # psi keeps a zero halo along its axis, zeta none (see cpml_state).
+                    pad = (z.shape[axis] - n) // 2
+                    cut.append(self._pad(part, [axis]) if pad else part + 0)
+                strips.append(cut)
+            state[key] = strips
+        return state
+
+    def run_steps(
+        self,
+        coeffs: Any,
+        amp: Any,
+        progress: bool = False,
+        callbacks: Callbacks | None = None,
+        models: dict[str, Any] | None = None,
+        initial: dict[str, Any] | None = None,
+    ) -> tuple[list[list[Any]], dict[str, Any]]:
+        """Every step from the zero state: per-step outputs and the final state.
+
+        ``callbacks.forward`` (see :mod:`sweep._callbacks`) is called before
+        every ``callback_frequency``-th step with the state's wavefields.
+        """
+        g = self.geom
+        state = self.initial_state() if initial is None else self.load_state(initial)
         records: list[Any] = []
         steps = range(g.nt)
         if progress:
             from tqdm.auto import tqdm
 
             steps = tqdm(steps, desc="sweep eager", unit="step")
+        forward = callbacks.forward if callbacks is not None else None
         for t in steps:
+            if forward is not None and t % callbacks.frequency == 0:
+                forward(CallbackState(t, g.nt, g.dt, g.spacing, "forward", g,
+                                      self.callback_fields(state), models or {}))  # fmt: skip
             amp_t = amp[:, :, t] if amp is not None and g.n_src else None
             state, rec = self.step(state, coeffs, amp_t)
             if rec is not None:
@@ -369,9 +414,16 @@ class EagerAcoustic(EagerBase):
         u_new = self.mirror_ghosts(self.inject(u_new, v2dt2, amp_t))
         return {"u_prev": u, "u": u_new, "psi": psi_new, "zeta": zeta_new}, rec
 
-    def run(self, v: Any, amp: Any, progress: bool = False) -> tuple[Any, dict[str, Any]]:
+    def run(
+        self,
+        v: Any,
+        amp: Any,
+        progress: bool = False,
+        callbacks: Callbacks | None = None,
+        initial: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
         """Propagate all time steps; returns receivers (n_shots, n_rec, nt) and final state."""
-        records, state = self.run_steps(self.v2dt2(v), amp, progress)
+        records, state = self.run_steps(self.v2dt2(v), amp, progress, callbacks, {"v": v}, initial)
         return self.stack_records(records), self.padded_state(state)
 
 

@@ -358,8 +358,18 @@ class Geometry:
         mirror so that the adjoint's ``v^2 dt^2 lambda`` ghosts are odd mirrors.
         The surface rows are zero: the wavefield is held at zero there.
         """
-        xp = _array_module(v)
-        out = (self.pad(v) * self.dt) ** 2
+        return self._zero_held_cells(_array_module(v), (self.pad(v) * self.dt) ** 2)
+
+    def pad_coefficient(self, m: np.ndarray) -> np.ndarray:
+        """Return a model coefficient on the padded grid, laid out as :meth:`pad_v2dt2`.
+
+        Repeated into the CPML, zero in the halo and on the surface rows
+        (where v^2 dt^2 is), the even mirror in free-surface ghosts.
+        """
+        return self._zero_held_cells(_array_module(m), self.pad(m))
+
+    def _zero_held_cells(self, xp: object, out: np.ndarray) -> np.ndarray:
+        """Return ``out`` (padded) zero where the wavefield is held at zero, ghosts mirrored."""
         for d in range(self.ndim):
             live = xp.asarray(self.axis_live(d).astype(out.dtype))
             out = out * live.reshape(_axis_shape(self.ndim, d))

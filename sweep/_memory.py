@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _debug, _revolve
+from . import _callbacks, _debug, _revolve
 from ._config import config
 from ._memory_options import CKPT_DEFAULT_CHUNKS, MemoryOptions
 from ._stepper import AdjointState, ForwardState, ReversibleStepper, Stepper
@@ -650,16 +650,24 @@ class _Bwd:
 
 
 def forward(
-    engine: Stepper, coeffs: Any, amp: Any, plan_: MemoryPlan | None, progress: bool
+    engine: Stepper,
+    coeffs: Any,
+    amp: Any,
+    plan_: MemoryPlan | None,
+    progress: bool,
+    initial: Any = None,
 ) -> tuple[Any, ForwardState, Tape | None]:
     """Run the forward pass; keep what ``plan_`` says for the adjoint pass.
 
     ``coeffs`` and ``amp`` are the model and the source amplitudes in the
-    stepper's layout (see :mod:`sweep._stepper`).  Returns the receiver
+    stepper's layout (see :mod:`sweep._stepper`); ``initial(state)``, when
+    given, fills the state of step 0 (a restart).  Returns the receiver
     traces, the final state and the tape (None without ``plan_``).
     """
     receivers = engine.new_receivers()
     state = engine.new_state()
+    if initial is not None:
+        initial(state)
     bar = progress_bar(progress, engine.nt, "sweep forward")
     tape = None if plan_ is None else Tape(plan_, coeffs, amp, state)
     run = _Fwd(engine, coeffs, amp, state, receivers, tape, bar, progress)
@@ -828,7 +836,8 @@ def _forward_boundary(run: _Fwd) -> None:
     windows = _Window(engine, bu), _Window(engine, bw)
     seg = replay_segment(engine)
     bounds = _store_bounds(engine, bu, progress, align=max(1, plan_.transfer_interval))
-    bounds = sorted(set(bounds) | set(range(0, nt, seg)))
+    # Segments start the replays; callback steps must end calls (sweep._callbacks).
+    bounds = sorted(set(bounds) | set(range(0, nt, seg)) | _callbacks.chunk_bounds(engine, nt))
     for t0, t1 in pairwise(bounds):
         if t0 % seg == 0:  # the outer state a replay of this segment starts from
             tape.states.append([x.copy() for x in state.outer_parts()])

@@ -83,6 +83,49 @@ ACOUSTIC_FIELDS = np.dtype(
     align=True,
 )
 
+# The Born (LSRTM) kernels' arrays (sweep_lsrtm_fields); they take ACOUSTIC_PARAMS.
+LSRTM_FIELDS = np.dtype(
+    [
+        ("v2dt2", _P),
+        ("dv2dt2", _P),
+        ("dv2dt2_ratio", _P),
+        ("u0_prev", _P),
+        ("u0", _P),
+        ("psi0", _P, (3,)),
+        ("psi0_new", _P, (3,)),
+        ("zeta0", _P, (3,)),
+        ("zeta0_new", _P, (3,)),
+        ("u1_prev", _P),
+        ("u1", _P),
+        ("psi1", _P, (3,)),
+        ("psi1_new", _P, (3,)),
+        ("zeta1", _P, (3,)),
+        ("zeta1_new", _P, (3,)),
+        ("pml_a", _P, (3,)),
+        ("pml_b", _P, (3,)),
+        ("src_amp", _P),
+        ("src_idx", _P),
+        ("rec", _P),
+        ("rec_idx", _P),
+        ("store", _P),
+        ("grad_v2dt2", _P),
+        ("grad_dv2dt2", _P),
+        ("grad_src", _P),
+        ("band_idx", _P),
+        ("band_row", _P),
+        ("band_u", _P),
+        ("band_w", _P),
+        ("replay_w", _P),
+        ("outer_idx", _P),
+        ("outer_row", _P),
+        ("cpml_pos", _P),
+        ("rec_groups", _P),
+        ("rec_order", _P),
+    ],
+    align=True,
+)
+
+
 # The VRZ kernels' arrays (sweep_vrz_fields): K = kappa_dt2 and the buoyancy
 # B, their gradients, and acoustic's other members without the
 # reconstruction's (no boundary saving).

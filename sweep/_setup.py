@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _memory
 from . import _validate as val
+from ._callbacks import Callbacks, check_callbacks
 from ._grid import Geometry
 from ._impl import resolve_impl
 from ._xp import array_namespace, is_concrete, library_name, to_host
@@ -58,6 +59,8 @@ class Call:
     n_threads: int
     progress: bool
     memory: _memory.MemorySettings
+    callbacks: Callbacks | None = None
+    initial_state: dict[str, Any] | None = None
 
 
 def prepare(
@@ -80,6 +83,11 @@ def prepare(
     impl: str | None,
     n_threads: int | None,
     progress: bool,
+    forward_callback: Any = None,
+    backward_callback: Any = None,
+    callback_frequency: Any = 1,
+    initial_state: Any = None,
+    wavefields: Sequence[str] = ("u", "u_prev", "psi", "zeta"),
     stacklevel: int = 5,
     **memory_options: Any,
 ) -> Call:
@@ -95,6 +103,9 @@ def prepare(
         ``speeds(host_models, order) -> Speeds`` of concrete models.
     equation : str
         The propagator's name, for messages.
+    initial_state : dict, optional
+        The state of step 0 (a previous result's ``state``): checked against
+        ``wavefields``, the equation's declared state fields.
     stacklevel : int
         Stack level of warnings, counted from this function.
     **memory_options
@@ -133,7 +144,13 @@ def prepare(
     dt = val.check_dt(dt)
     order = val.check_accuracy(accuracy)
     mem = _memory.check_settings(**memory_options)
+    callbacks = check_callbacks(forward_callback, backward_callback, callback_frequency)
     impl = resolve_impl(impl, stacklevel=stacklevel)
+    if impl == "eager" and backward_callback is not None:
+        raise ValueError(
+            "backward_callback runs in the compiled adjoint pass (impl='c'); with impl='eager' "
+            "gradients come from the array library's autodiff, which has no such hook"
+        )
     widths, free = val.check_pml(pml_width, free_surface, model_shape)
     for d, n in enumerate(model_shape):
         if n < 2 * val._fd.halo(order) + 1 and (free[2 * d] or free[2 * d + 1]):
@@ -223,8 +240,46 @@ def prepare(
             UserWarning,
             stacklevel=stacklevel - 1,  # resolve_impl is one frame deeper
         )
+    if initial_state is not None:
+        check_initial_state(initial_state, geom, lead, wavefields)
     return Call(geom, impl, dict(models), source_amplitudes, int(n_threads or 0), bool(progress),
-                mem)  # fmt: skip
+                mem, callbacks, initial_state)  # fmt: skip
+
+
+def check_initial_state(state: Any, geom: Geometry, like: Any, wavefields: Sequence[str]) -> None:
+    """Check a restart state: a previous result's ``state`` for the same grid and shots."""
+    if not isinstance(state, dict):
+        raise TypeError(
+            f"initial_state must be a dict like a result's .state, got {type(state).__name__}"
+        )
+    missing = [k for k in wavefields if k not in state]
+    if missing:
+        raise ValueError(
+            f"initial_state lacks {missing}; pass a previous result's .state (keys "
+            f"{list(wavefields)})"
+        )
+    shape = (geom.n_shots, *geom.padded_shape)
+    for key in wavefields:
+        value = state[key]
+        arrays = value if isinstance(value, (list, tuple)) else [value]
+        if isinstance(value, (list, tuple)) and len(value) != geom.ndim:
+            raise ValueError(f"initial_state[{key!r}] needs one array per axis ({geom.ndim})")
+        for x in arrays:
+            if tuple(getattr(x, "shape", ())) != shape:
+                raise ValueError(
+                    f"initial_state[{key!r}] has shape {tuple(getattr(x, 'shape', ()))}; a "
+                    f"restart needs the padded shape {shape} of this call (same model, "
+                    "pml_width, accuracy and shots as the run it continues)"
+                )
+            if val.dtype_name(x) != val.dtype_name(like) or (
+                array_namespace(x) is not array_namespace(like)
+            ):
+                raise TypeError(
+                    f"initial_state[{key!r}] must be a {library_name(like)} "
+                    f"{val.dtype_name(like)} array like the models"
+                )
+            if is_concrete(x) and not np.all(np.isfinite(np.asarray(to_host(x)))):
+                raise ValueError(f"initial_state[{key!r}] contains NaN or infinite values")
 
 
 def velocity_speeds(name: str) -> Callable[[dict[str, np.ndarray], int], Speeds]:

@@ -12,6 +12,7 @@ import numpy as np
 from . import _memory
 from . import _validate as val
 from ._api import check_cotangent, compiled_forward, compiled_pullback
+from ._callbacks import Callbacks, CallbackState
 from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
 from ._eager_memory import eager_memory
@@ -71,6 +72,8 @@ class _Call:
     n_threads: int
     progress: bool
     memory: _memory.MemorySettings
+    callbacks: Callbacks | None = None
+    initial_state: dict[str, Any] | None = None
 
 
 def _prepare(
@@ -89,6 +92,10 @@ def _prepare(
     impl: str | None,
     n_threads: int | None,
     progress: bool,
+    forward_callback: Any = None,
+    backward_callback: Any = None,
+    callback_frequency: Any = 1,
+    initial_state: Any = None,
     **memory_options: Any,
 ) -> _Call:
     """Validate every argument (before any compute) and build the geometry.
@@ -115,10 +122,14 @@ def _prepare(
         impl=impl,
         n_threads=n_threads,
         progress=progress,
+        forward_callback=forward_callback,
+        backward_callback=backward_callback,
+        callback_frequency=callback_frequency,
+        initial_state=initial_state,
         **memory_options,
     )
     return _Call(call.geom, call.impl, v, source_amplitudes, call.n_threads, call.progress,
-                 call.memory)  # fmt: skip
+                 call.memory, call.callbacks, call.initial_state)  # fmt: skip
 
 
 def _model_view(geom: Geometry, padded: Any) -> Any:
@@ -143,7 +154,10 @@ def _result(call: _Call, receivers: Any, state: dict[str, Any]) -> AcousticResul
 def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     geom = call.geom
     if call.impl == "eager":
-        receivers, state = EagerAcoustic.build(geom, call.v).run(call.v, call.amp, call.progress)
+        engine = EagerAcoustic.build(geom, call.v)
+        receivers, state = engine.run(
+            call.v, call.amp, call.progress, call.callbacks, call.initial_state
+        )
         return _result(call, receivers, state), None
     # Every caller array reaches the kernels through kernel_array: C-contiguous,
     # aligned, native byte order (a copy only when the caller's array is not).
@@ -153,8 +167,10 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     amp_k = None if call.amp is None else engine.kernel_input(call.amp, name="source_amplitudes")
     v2dt2 = engine.kernel_v2dt2(geom.pad_v2dt2(v_k))
     memory = call.memory if gradient else None
-    receivers, state, plan, tape = compiled_forward(engine, v2dt2, amp_k, memory, call.progress,
-                                                    call.v)  # fmt: skip
+    receivers, state, plan, tape = compiled_forward(
+        engine, v2dt2, amp_k, memory, call.progress, call.v,
+        callbacks=call.callbacks, models={"v": call.v}, initial_state=call.initial_state,
+    )  # fmt: skip
     result = _result(call, receivers, state)
     result.memory_plan = plan
     return result, (engine, tape, v_k)
@@ -177,6 +193,10 @@ def acoustic(
     impl: str | None = None,
     n_threads: int | None = None,
     progress: bool = False,
+    forward_callback: Callable[[CallbackState], Any] | None = None,
+    backward_callback: Callable[[CallbackState], Any] | None = None,
+    callback_frequency: int = 1,
+    initial_state: dict[str, Any] | None = None,
     memory: Any = None,
     storage_mode: str = "auto",
     storage_compression: bool | str = False,
@@ -236,6 +256,23 @@ def acoustic(
         OpenMP threads for ``impl="c"`` on the CPU (default: all).
     progress : bool
         Show a tqdm progress bar.
+    forward_callback : callable, optional
+        ``f(state)`` with a :class:`~sweep._callbacks.CallbackState` before
+        every ``callback_frequency``-th time step (``t = 0, k, 2k, ...``):
+        ``state.get_wavefield("u", view="inner")`` (or ``"pml"``, ``"full"``),
+        ``"u_prev"``, ``state.step``.  Wavefields are the propagator's
+        buffers: in-place edits change the propagation.
+    backward_callback : callable, optional
+        ``g(state)`` at the same steps of a gradient's adjoint pass (in
+        reverse; ``impl="c"``): ``state.get_wavefield("adjoint")`` (the
+        kernels' ``v^2 dt^2 lambda``) and ``state.get_gradient("v")``, the
+        gradient accumulated so far.
+    callback_frequency : int
+        Steps between callbacks (default 1).
+    initial_state : dict, optional
+        Start from this state instead of rest: a previous result's ``.state``
+        (same grid, CPML and shots), so that a run can be continued; its
+        time axis restarts at 0.  A constant of the gradient.
     memory : MemoryOptions, optional
         How a gradient run (``sweep.vjp(sweep.acoustic, ...)``, the adapters)
         keeps the forward wavefield for the adjoint pass:
@@ -287,6 +324,7 @@ def _acoustic_vjp(
     pullback = compiled_pullback(
         engine, tape, result.receivers, gradients,
         source=amp is not None, progress=call.progress, like=v,
+        callbacks=call.callbacks, models={"v": call.v},
     )  # fmt: skip
     return result, pullback
 

@@ -20,6 +20,8 @@ cdef extern from "sweep_common.h":
         pass
     ctypedef struct sweep_acoustic_fields:
         pass
+    ctypedef struct sweep_lsrtm_fields:
+        pass
     ctypedef struct sweep_vrz_fields:
         pass
 
@@ -32,6 +34,10 @@ cdef extern from "acoustic_cpu.h" nogil:
     int sweep_openmp_enabled()
 
 
+cdef extern from "lsrtm_cpu.h" nogil:
+    int sweep_lsrtm_run(int ndim, int order, int is_double, int adjoint,
+                        const sweep_acoustic_params *p, const sweep_lsrtm_fields *f,
+                        sweep_int t, sweep_int n_steps, int n_threads)
 cdef extern from "vrz_cpu.h" nogil:
     int sweep_vrz_run(int ndim, int order, int is_double, int adjoint,
                       const sweep_acoustic_params *p, const sweep_vrz_fields *f,
@@ -59,8 +65,8 @@ def max_threads():
 
 def struct_layout():
     """Return ``{struct: (sizeof, {field: offset})}`` as the C compiler sees them."""
-    cdef long long buf[128]
-    cdef int n = sweep_layout_probe(buf, 128)
+    cdef long long buf[160]
+    cdef int n = sweep_layout_probe(buf, 160)
     names_p = ["n_shots", "n_src", "n_rec", "nt", "halo", "shot_stride", "shape", "stride",
                "plain_lo", "plain_hi", "free_lo", "free_hi", "model_lo", "model_hi", "store_lo",
                "store_hi", "store_every", "n_band", "n_rec_groups", "n_outer", "n_cpml",
@@ -69,6 +75,11 @@ def struct_layout():
     names_f = ["v2dt2", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "pml_a", "pml_b",
                "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src",
                "band_idx", "band_row", "band_u", "band_w", "recon_u_next", "recon_u", "replay_w",
+               "outer_idx", "outer_row", "cpml_pos", "rec_groups", "rec_order"]
+    names_l = ["v2dt2", "dv2dt2", "dv2dt2_ratio", "u0_prev", "u0", "psi0", "psi0_new", "zeta0",
+               "zeta0_new", "u1_prev", "u1", "psi1", "psi1_new", "zeta1", "zeta1_new", "pml_a",
+               "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2",
+               "grad_dv2dt2", "grad_src", "band_idx", "band_row", "band_u", "band_w", "replay_w",
                "outer_idx", "outer_row", "cpml_pos", "rec_groups", "rec_order"]
     names_vrz = ["kappa_dt2", "buoyancy", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new",
                  "pml_a", "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store",
@@ -79,7 +90,7 @@ def struct_layout():
     k = 0
     out = {}
     for struct, names in (("acoustic_params", names_p), ("acoustic_fields", names_f),
-                          ("vrz_fields", names_vrz)):
+                          ("lsrtm_fields", names_l), ("vrz_fields", names_vrz)):
         size = values[k]
         k += 1
         offsets = {}
@@ -193,6 +204,15 @@ def kernel_address(str name, obj, str formats, Py_ssize_t itemsize, expected_sha
         PyBuffer_Release(&view)
 
 
+cdef _check_records(params, fields, size_t params_size, size_t fields_size):
+    """The bytes of the records ``params`` and ``fields``, checked against the C structs' sizes."""
+    cdef const unsigned char[::1] pb = params.tobytes()
+    cdef const unsigned char[::1] fb = fields.tobytes()
+    if <size_t>pb.shape[0] != params_size or <size_t>fb.shape[0] != fields_size:
+        raise RuntimeError("sweep._C: parameter struct layout does not match sweep._params")
+    return pb, fb
+
+
 def acoustic_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
                  sweep_int t, sweep_int n_steps, int n_threads=0):
     """Run ``n_steps`` steps of the acoustic kernels.
@@ -202,10 +222,10 @@ def acoustic_run(int ndim, int order, bint is_double, bint adjoint, params, fiel
     """
     cdef sweep_acoustic_params p
     cdef sweep_acoustic_fields f
-    cdef const unsigned char[::1] pb = params.tobytes()
-    cdef const unsigned char[::1] fb = fields.tobytes()
-    if pb.shape[0] != sizeof(sweep_acoustic_params) or fb.shape[0] != sizeof(sweep_acoustic_fields):
-        raise RuntimeError("sweep._C: parameter struct layout does not match sweep._params")
+    cdef const unsigned char[::1] pb
+    cdef const unsigned char[::1] fb
+    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
+                            sizeof(sweep_acoustic_fields))
     memcpy(&p, &pb[0], sizeof(p))
     memcpy(&f, &fb[0], sizeof(f))
     cdef int rc
@@ -215,15 +235,35 @@ def acoustic_run(int ndim, int order, bint is_double, bint adjoint, params, fiel
         raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
 
 
+def lsrtm_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
+              sweep_int t, sweep_int n_steps, int n_threads=0):
+    """Run ``n_steps`` steps of the Born (LSRTM) kernels (records as :func:`acoustic_run`'s,
+    ``fields`` of ``sweep._params.LSRTM_FIELDS``)."""
+    cdef sweep_acoustic_params p
+    cdef sweep_lsrtm_fields f
+    cdef const unsigned char[::1] pb
+    cdef const unsigned char[::1] fb
+    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
+                            sizeof(sweep_lsrtm_fields))
+    memcpy(&p, &pb[0], sizeof(p))
+    memcpy(&f, &fb[0], sizeof(f))
+    cdef int rc
+    with nogil:
+        rc = sweep_lsrtm_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
+    if rc != 0:
+        raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
+
+
 def vrz_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
             sweep_int t, sweep_int n_steps, int n_threads=0):
-    """Run ``n_steps`` steps of the VRZ kernels (records as for :func:`acoustic_run`)."""
+    """Run ``n_steps`` steps of the VRZ kernels (records as :func:`acoustic_run`'s,
+    ``fields`` of ``sweep._params.VRZ_FIELDS``)."""
     cdef sweep_acoustic_params p
     cdef sweep_vrz_fields f
-    cdef const unsigned char[::1] pb = params.tobytes()
-    cdef const unsigned char[::1] fb = fields.tobytes()
-    if pb.shape[0] != sizeof(sweep_acoustic_params) or fb.shape[0] != sizeof(sweep_vrz_fields):
-        raise RuntimeError("sweep._C: parameter struct layout does not match sweep._params")
+    cdef const unsigned char[::1] pb
+    cdef const unsigned char[::1] fb
+    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
+                            sizeof(sweep_vrz_fields))
     memcpy(&p, &pb[0], sizeof(p))
     memcpy(&f, &fb[0], sizeof(f))
     cdef int rc

@@ -1,6 +1,6 @@
 /*
- * Dispatch to the acoustic kernels (cpu_dispatch.h), and the OpenMP queries
- * of the binding.
+ * Dispatch to the acoustic CPU kernels (cpu_dispatch.h), and the OpenMP
+ * facts the binding reports.
  */
 #ifdef _OPENMP
 #include <omp.h>
@@ -9,7 +9,7 @@
 #include "acoustic_cpu.h"
 #include "cpu_dispatch.h"
 
-SWEEP_CPU_DISPATCH(acoustic, sweep_acoustic_fields)
+SWEEP_DISPATCH(acoustic, sweep_acoustic_fields)
 
 int sweep_max_threads(void) {
 #ifdef _OPENMP

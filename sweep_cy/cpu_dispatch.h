@@ -1,15 +1,18 @@
 /*
- * The dispatch of one equation's CPU kernels from (ndim, order, dtype,
- * direction) to its specialisations, one translation unit each rendered from
- * cpu_kernel.c.in: SWEEP_CPU_DISPATCH(eq, fields) defines
+ * Dispatch from (ndim, order, dtype, direction) to one equation's CPU kernels,
+ * one translation unit per (ndim, order, dtype) rendered from cpu_kernel.c.in.
+ * SWEEP_DISPATCH(eq, fields_t) defines
  *
  *   int sweep_<eq>_run(int ndim, int order, int is_double, int adjoint,
- *                      const sweep_acoustic_params *p, const <fields> *f,
- *                      sweep_int t, sweep_int n_steps, int n_threads)
+ *                      const sweep_acoustic_params *p, const fields_t *f,
+ *                      sweep_int t, sweep_int n_steps, int n_threads);
  *
- * (declared in <eq>_cpu.h), which the Cython binding calls with the GIL
- * released: n_steps forward steps from time t, or n_steps adjoint steps
- * ending at time t, exclusive; 0, or -1 for an unsupported ndim/order.
+ * over the entry points sweep_<eq>_forward_<suffix> / _backward_<suffix> that
+ * the equation's plug-in defines (cpu_skeleton.h's SWEEP_EQ_FORWARD /
+ * SWEEP_EQ_BACKWARD): n_steps forward steps from time t (adjoint == 0), or
+ * n_steps adjoint steps ending at time t, exclusive (adjoint == 1).  Returns
+ * 0, or -1 for an unsupported ndim/order.  The Cython binding calls it with
+ * the GIL released.
  */
 #ifndef SWEEP_CPU_DISPATCH_H
 #define SWEEP_CPU_DISPATCH_H
@@ -17,39 +20,40 @@
 
 int sweep_max_threads(void);
 
-#define SWEEP_DISPATCH_DECLARE_(eq, fields, nd, o, t)                                          \
-  void sweep_##eq##_forward_##nd##d_o##o##_##t(const sweep_acoustic_params *, const fields *, \
-                                               sweep_int, sweep_int, int);                    \
-  void sweep_##eq##_backward_##nd##d_o##o##_##t(const sweep_acoustic_params *, const fields *, \
+#define SWEEP_DISPATCH_DECLARE_(eq, fields_t, nd, o, t)                                          \
+  void sweep_##eq##_forward_##nd##d_o##o##_##t(const sweep_acoustic_params *, const fields_t *, \
+                                               sweep_int, sweep_int, int);                      \
+  void sweep_##eq##_backward_##nd##d_o##o##_##t(const sweep_acoustic_params *, const fields_t *,\
                                                 sweep_int, sweep_int, int);
-#define SWEEP_DISPATCH_DECLARE_ORDERS_(eq, fields, nd, t)                                    \
-  SWEEP_DISPATCH_DECLARE_(eq, fields, nd, 2, t) SWEEP_DISPATCH_DECLARE_(eq, fields, nd, 4, t) \
-  SWEEP_DISPATCH_DECLARE_(eq, fields, nd, 6, t) SWEEP_DISPATCH_DECLARE_(eq, fields, nd, 8, t)
+#define SWEEP_DISPATCH_DECLARE_ALL_(eq, fields_t, nd, t)                                     \
+  SWEEP_DISPATCH_DECLARE_(eq, fields_t, nd, 2, t) SWEEP_DISPATCH_DECLARE_(eq, fields_t, nd, 4, t) \
+  SWEEP_DISPATCH_DECLARE_(eq, fields_t, nd, 6, t) SWEEP_DISPATCH_DECLARE_(eq, fields_t, nd, 8, t)
 #define SWEEP_DISPATCH_ENTRY_(eq, nd, o, t) \
   {sweep_##eq##_forward_##nd##d_o##o##_##t, sweep_##eq##_backward_##nd##d_o##o##_##t}
-#define SWEEP_DISPATCH_ENTRIES_(eq, nd, t)                                  \
-  SWEEP_DISPATCH_ENTRY_(eq, nd, 2, t), SWEEP_DISPATCH_ENTRY_(eq, nd, 4, t), \
+#define SWEEP_DISPATCH_ENTRIES_(eq, nd, t)                                      \
+  SWEEP_DISPATCH_ENTRY_(eq, nd, 2, t), SWEEP_DISPATCH_ENTRY_(eq, nd, 4, t),    \
       SWEEP_DISPATCH_ENTRY_(eq, nd, 6, t), SWEEP_DISPATCH_ENTRY_(eq, nd, 8, t)
 
-#define SWEEP_CPU_DISPATCH(eq, fields)                                                         \
-  SWEEP_DISPATCH_DECLARE_ORDERS_(eq, fields, 2, f32)                                           \
-  SWEEP_DISPATCH_DECLARE_ORDERS_(eq, fields, 2, f64)                                           \
-  SWEEP_DISPATCH_DECLARE_ORDERS_(eq, fields, 3, f32)                                           \
-  SWEEP_DISPATCH_DECLARE_ORDERS_(eq, fields, 3, f64)                                           \
-  typedef void (*sweep_##eq##_fn)(const sweep_acoustic_params *, const fields *, sweep_int,   \
-                                  sweep_int, int);                                            \
-  /* [ndim - 2][dtype][order / 2 - 1][forward, backward] */                                   \
-  static const sweep_##eq##_fn sweep_##eq##_table[2][2][4][2] = {                              \
-      {{SWEEP_DISPATCH_ENTRIES_(eq, 2, f32)}, {SWEEP_DISPATCH_ENTRIES_(eq, 2, f64)}},          \
-      {{SWEEP_DISPATCH_ENTRIES_(eq, 3, f32)}, {SWEEP_DISPATCH_ENTRIES_(eq, 3, f64)}},          \
-  };                                                                                           \
-  int sweep_##eq##_run(int ndim, int order, int is_double, int adjoint,                        \
-                       const sweep_acoustic_params *p, const fields *f, sweep_int t,           \
-                       sweep_int n_steps, int n_threads) {                                     \
-    if (ndim < 2 || ndim > 3 || order < 2 || order > 8 || order % 2) return -1;                \
-    if (n_threads <= 0) n_threads = sweep_max_threads();                                       \
-    sweep_##eq##_table[ndim - 2][is_double ? 1 : 0][order / 2 - 1][adjoint ? 1 : 0](          \
-        p, f, t, n_steps, n_threads);                                                          \
-    return 0;                                                                                  \
+#define SWEEP_DISPATCH(eq, fields_t)                                                         \
+  SWEEP_DISPATCH_DECLARE_ALL_(eq, fields_t, 2, f32)                                          \
+  SWEEP_DISPATCH_DECLARE_ALL_(eq, fields_t, 2, f64)                                          \
+  SWEEP_DISPATCH_DECLARE_ALL_(eq, fields_t, 3, f32)                                          \
+  SWEEP_DISPATCH_DECLARE_ALL_(eq, fields_t, 3, f64)                                          \
+  typedef void (*sweep_##eq##_fn)(const sweep_acoustic_params *, const fields_t *, sweep_int, \
+                                  sweep_int, int);                                           \
+  /* [ndim - 2][dtype][order / 2 - 1][forward, backward] */                                  \
+  static const sweep_##eq##_fn sweep_##eq##_table[2][2][4][2] = {                            \
+      {{SWEEP_DISPATCH_ENTRIES_(eq, 2, f32)}, {SWEEP_DISPATCH_ENTRIES_(eq, 2, f64)}},        \
+      {{SWEEP_DISPATCH_ENTRIES_(eq, 3, f32)}, {SWEEP_DISPATCH_ENTRIES_(eq, 3, f64)}},        \
+  };                                                                                         \
+  int sweep_##eq##_run(int ndim, int order, int is_double, int adjoint,                      \
+                       const sweep_acoustic_params *p, const fields_t *f, sweep_int t,       \
+                       sweep_int n_steps, int n_threads) {                                   \
+    if (ndim < 2 || ndim > 3 || order < 2 || order > 8 || order % 2) return -1;              \
+    if (n_threads <= 0) n_threads = sweep_max_threads();                                     \
+    sweep_##eq##_table[ndim - 2][is_double ? 1 : 0][order / 2 - 1][adjoint ? 1 : 0](         \
+        p, f, t, n_steps, n_threads);                                                        \
+    return 0;                                                                                \
   }
+
 #endif

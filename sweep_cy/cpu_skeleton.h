@@ -114,6 +114,11 @@
  *
  * Sources, receivers and gradients (expressions on one cell)
  *   SWEEP_EQ_FWD_RECORD(i)     what receivers record, after the step's rows.
+ *   SWEEP_EQ_FWD_RECORD_EXTRA(p, f, shot, off, t)  optional: records further
+ *                              outputs of step t of the shot at off (into f's
+ *                              arrays of slot_shots shots, unbuffered); runs
+ *                              after the receivers when f->rec is set (not
+ *                              in the blocked forward: SWEEP_EQ_BLOCKING 0).
  *   SWEEP_EQ_FWD_SOURCE(i, j, a)  adds amplitude a to the new state.
  *   SWEEP_EQ_GRAD(f)           the model gradient output, NULL when not wanted
  *                              (the call then correlates no snapshot).
@@ -145,10 +150,11 @@
  * The next equations, in these terms.  VRZ (variable density,
  * vrz_cpu_impl.h): the acoustic state hooks, K and B in SWEEP_EQ_MODEL, 2 +
  * ndim snapshot values per cell, and a gradient that reads neighbour rows
- * (SWEEP_EQ_PAIRED_CORRELATION 0).  Born: both fields (u0, u1 and their
- * psi) in the state declarations and the rotations, the rows updating both, SWEEP_EQ_FWD_RECORD
- * reading u1, SWEEP_EQ_FWD_SOURCE adding to u0, two adjoint fields in
- * SWEEP_EQ_ADJ_STATE.  Elastic, Maxwell: the second half step of a row
+ * (SWEEP_EQ_PAIRED_CORRELATION 0).  Born (LSRTM) is lsrtm_cpu_impl.h: both
+ * fields in the state declarations and the rotations, the rows updating both,
+ * two snapshot values, SWEEP_EQ_FWD_RECORD reading u1 and
+ * SWEEP_EQ_FWD_RECORD_EXTRA the background u0.  Elastic, Maxwell: the second
+ * half step of a row
  * reads neighbour rows of the first, so the two cannot share one row hook;
  * the skeleton's row loop needs a phase loop around it (a barrier between
  * phases) first, and they set SWEEP_EQ_BLOCKING 0.
@@ -461,6 +467,9 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
             for (sweep_int r = 0; r < p->n_rec; ++r)
               rec[(shot * p->n_rec + r) * p->nt + t] = SWEEP_EQ_FWD_RECORD(off + ri[r]);
           }
+#ifdef SWEEP_EQ_FWD_RECORD_EXTRA
+          SWEEP_EQ_FWD_RECORD_EXTRA(p, f, shot, off, t);
+#endif
         }
         if (f->src_amp) {
           const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;

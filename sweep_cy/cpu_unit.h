@@ -97,7 +97,7 @@ static int sweep_point_cmp(const void *a, const void *b) {
 }
 
 /* Points of every shot, sorted per shot; NULL when n == 0 (or on allocation failure). */
-static sweep_point *sweep_sorted_points(const sweep_int *idx, sweep_int n_shots, sweep_int n) {
+static __attribute__((unused)) sweep_point *sweep_sorted_points(const sweep_int *idx, sweep_int n_shots, sweep_int n) {
   if (!idx || n <= 0) return NULL;
   sweep_point *pts = (sweep_point *)malloc(sizeof(sweep_point) * n_shots * n);
   if (!pts) return NULL;
@@ -144,12 +144,13 @@ typedef struct sweep_progress {
 } sweep_progress;
 
 /* n zeroed counters, or NULL without memory. */
-static sweep_progress *sweep_progress_new(sweep_int n) {
+static __attribute__((unused)) sweep_progress *sweep_progress_new(sweep_int n) {
   return (sweep_progress *)calloc((size_t)n, sizeof(sweep_progress));
 }
 
 static inline void sweep_publish(sweep_progress *c, sweep_int value) {
   sweep_int *d = &c->done;
+  (void)value; /* GCC warns "set but not used" where the function is unused */
 #pragma omp atomic write seq_cst
   *d = value;
 }

@@ -7,6 +7,7 @@
 
 #define SWEEP_P(field) offsetof(sweep_acoustic_params, field)
 #define SWEEP_F(field) offsetof(sweep_acoustic_fields, field)
+#define SWEEP_L(field) offsetof(sweep_lsrtm_fields, field)
 #define SWEEP_V(field) offsetof(sweep_vrz_fields, field)
 
 static int sweep_layout_probe(long long *out, int n) {
@@ -25,6 +26,14 @@ static int sweep_layout_probe(long long *out, int n) {
       SWEEP_F(band_w), SWEEP_F(recon_u_next), SWEEP_F(recon_u), SWEEP_F(replay_w),
       SWEEP_F(outer_idx), SWEEP_F(outer_row), SWEEP_F(cpml_pos), SWEEP_F(rec_groups),
       SWEEP_F(rec_order),
+      sizeof(sweep_lsrtm_fields), SWEEP_L(v2dt2), SWEEP_L(dv2dt2), SWEEP_L(dv2dt2_ratio),
+      SWEEP_L(u0_prev), SWEEP_L(u0), SWEEP_L(psi0), SWEEP_L(psi0_new), SWEEP_L(zeta0),
+      SWEEP_L(zeta0_new), SWEEP_L(u1_prev), SWEEP_L(u1), SWEEP_L(psi1), SWEEP_L(psi1_new),
+      SWEEP_L(zeta1), SWEEP_L(zeta1_new), SWEEP_L(pml_a), SWEEP_L(pml_b), SWEEP_L(src_amp),
+      SWEEP_L(src_idx), SWEEP_L(rec), SWEEP_L(rec_idx), SWEEP_L(store), SWEEP_L(grad_v2dt2),
+      SWEEP_L(grad_dv2dt2), SWEEP_L(grad_src), SWEEP_L(band_idx), SWEEP_L(band_row),
+      SWEEP_L(band_u), SWEEP_L(band_w), SWEEP_L(replay_w), SWEEP_L(outer_idx),
+      SWEEP_L(outer_row), SWEEP_L(cpml_pos), SWEEP_L(rec_groups), SWEEP_L(rec_order),
       sizeof(sweep_vrz_fields), SWEEP_V(kappa_dt2), SWEEP_V(buoyancy), SWEEP_V(u_prev),
       SWEEP_V(u), SWEEP_V(psi), SWEEP_V(psi_new), SWEEP_V(zeta), SWEEP_V(zeta_new),
       SWEEP_V(pml_a), SWEEP_V(pml_b), SWEEP_V(src_amp), SWEEP_V(src_idx), SWEEP_V(rec),

@@ -2,4 +2,4 @@
 #include "vrz_cpu.h"
 #include "cpu_dispatch.h"
 
-SWEEP_CPU_DISPATCH(vrz, sweep_vrz_fields)
+SWEEP_DISPATCH(vrz, sweep_vrz_fields)

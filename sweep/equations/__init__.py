@@ -131,6 +131,10 @@ class EquationSpec:
         "nt",
         "n_threads",
         "progress",
+        "forward_callback",
+        "backward_callback",
+        "callback_frequency",
+        "initial_state",
         *MEMORY_OPTIONS,
     )
     description: str = ""
@@ -277,6 +281,12 @@ def build_eager_plan(
         else:
             fill = 0.0 if m.constraint == "any" else 1.0
         hosts.append(_host_proxy(x, fill, m.name, traced_needs))
+    for name in ("forward_callback", "backward_callback", "initial_state"):
+        if settings.get(name) is not None:
+            raise ValueError(
+                f"{name} is not supported by the adapters' eager time loop yet; call "
+                f"sweep.{spec.name} directly, or use impl='c' where the equation has it"
+            )
     amp_host = _host_proxy(source_amplitudes, 0.0, "source_amplitudes", "")
     # Memory strategies belong to the compiled adjoint; eager gradients come from autodiff.
     settings = {k: x for k, x in settings.items() if k not in MEMORY_OPTIONS}
@@ -324,30 +334,30 @@ def acoustic_eager_plan(
     )  # fmt: skip
 
 
-def vrz_eager_plan(
-    models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
-) -> EagerPlan:
-    """Eager plan of :func:`sweep.vrz` (see :func:`build_eager_plan`)."""
-    from .vrz.eager import EagerVRZ
-    from .vrz.propagator import _prepare
+def _eager_plan_of(
+    name: str, engine: str, prepare: str, states: int = 1
+) -> Callable[..., EagerPlan]:
+    """Make the eager-plan builder of equation ``name`` (engine and validation by import path)."""
 
-    return build_eager_plan(
-        models, source_amplitudes, like, settings, spec=REGISTRY["vrz"], prepare=_prepare,
-        engine_cls=EagerVRZ,
-    )  # fmt: skip
+    def plan(
+        models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
+    ) -> EagerPlan:
+        return build_eager_plan(
+            models, source_amplitudes, like, settings, spec=REGISTRY[name],
+            prepare=_load(prepare), engine_cls=_load(engine), states=states,
+        )  # fmt: skip
+
+    plan.__doc__ = f"Eager plan of :func:`sweep.{name}` (see :func:`build_eager_plan`)."
+    return plan
 
 
-def lsrtm_eager_plan(
-    models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
-) -> EagerPlan:
-    """Eager plan of :func:`sweep.lsrtm` (see :func:`build_eager_plan`)."""
-    from .lsrtm.eager import EagerLSRTM
-    from .lsrtm.propagator import _prepare
-
-    return build_eager_plan(
-        models, source_amplitudes, like, settings, spec=REGISTRY["lsrtm"], prepare=_prepare,
-        engine_cls=EagerLSRTM, states=2,
-    )  # fmt: skip
+vrz_eager_plan = _eager_plan_of(
+    "vrz", "sweep.equations.vrz.eager:EagerVRZ", "sweep.equations.vrz.propagator:_prepare"
+)
+lsrtm_eager_plan = _eager_plan_of(
+    "lsrtm", "sweep.equations.lsrtm.eager:EagerLSRTM",
+    "sweep.equations.lsrtm.propagator:_prepare", states=2,
+)  # fmt: skip
 
 
 REGISTRY: dict[str, EquationSpec] = {
@@ -370,11 +380,11 @@ REGISTRY: dict[str, EquationSpec] = {
         models=("vp", "mp"),
         constraints=("positive", "any"),
         wavefields=("u0", "u0_prev", "psi0", "zeta0", "u1", "u1_prev", "psi1", "zeta1"),
-        compiled=False,
         entry="sweep.equations.lsrtm:lsrtm",
         eager_entry="sweep.equations:lsrtm_eager_plan",
         outputs=("receivers", "background_receivers"),
         snapshot=("W0", "W1"),
+        reversible=False,
         problem="sweep.equations.lsrtm.problem:random_models",
         description="Born modelling (scattered pressure) and migration for LSRTM",
     ),

@@ -67,11 +67,21 @@ class EagerLSRTM(EagerBase):
                "u1_prev": u1, "u1": u1_new, "psi1": psi1, "zeta1": zeta1}  # fmt: skip
         return new, rec
 
-    def run(self, vp: Any, mp: Any, amp: Any, progress: bool = False) -> tuple[Any, Any, dict]:
+    def run(
+        self,
+        vp: Any,
+        mp: Any,
+        amp: Any,
+        progress: bool = False,
+        callbacks: Any = None,
+        initial: dict[str, Any] | None = None,
+    ) -> tuple[Any, Any, dict]:
         """Propagate all steps; returns scattered and background receivers and the final state."""
         self.record_background = True
         try:
-            records, state = self.run_steps(self.coefficients(vp, mp), amp, progress)
+            coeffs = self.coefficients(vp, mp)
+            records, state = self.run_steps(coeffs, amp, progress, callbacks,
+                                            {"vp": vp, "mp": mp}, initial)  # fmt: skip
         finally:
             self.record_background = False
         scattered = self.stack_records([r[0] for r in records if r[0] is not None])

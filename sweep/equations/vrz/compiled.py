@@ -1,9 +1,12 @@
 """VRZ on the compiled kernels: the stepper and the model gradients.
 
 The kernels (``cuda/vrz_stencil.h``: C/OpenMP through ``sweep._C.vrz_run``,
-CUDA through ``sweep._cuda_backend.vrz_run``) take the acoustic's state and
-parameter records, so :class:`CompiledVRZ` is the acoustic stepper with the
-VRZ models, snapshots and gradients.  Its forward pass does not run
+CUDA through ``sweep._cuda_backend.vrz_run``) take the acoustic's parameter
+record and step one acoustic-like wavefield, so :class:`CompiledVRZ` is
+:class:`sweep._compiled.CompiledStepper` with its default one-wavefield
+states (:class:`sweep._compiled.FwdState`, an :class:`~sweep._compiled.AdjState`
+with the VRZ gradients) and the VRZ field table, models, snapshots and
+gradients.  Its forward pass does not run
 backwards in time in this implementation (boundary saving would need the
 band's ``u`` and the snapshot's ``u`` and ``psi`` there), so it is a plain
 :class:`sweep._stepper.Stepper`: full storage and checkpointing.
@@ -11,23 +14,20 @@ band's ``u`` and the snapshot's ``u`` and ``psi`` there), so it is a plain
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-from ..._compiled import _ADJ_SLOT, AdjState, CompiledAcoustic
-from ..._compiled import _WRITES as ACOUSTIC_WRITES
+from ..._compiled import _ADJ_SLOT, AdjState, CompiledStepper, _Fields
 from ..._grid import Geometry
 from ..._params import VRZ_FIELDS
 
+_WAVE = frozenset({"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new"})
+_GRADIENTS = frozenset({"grad_kappa_dt2", "grad_buoyancy"})
 # Buffers each direction writes (see sweep._compiled).
 _WRITES = {
-    False: ACOUSTIC_WRITES[False],
-    True: frozenset(
-        {"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "grad_kappa_dt2", "grad_buoyancy",
-         "grad_src"}
-    ),
-}  # fmt: skip
-# Field slots (see CompiledAcoustic.field) of the models, past the acoustic's.
+    False: frozenset({"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store"}),
+    True: _WAVE | _GRADIENTS | {"grad_src"},
+}
+# Field slots (see CompiledStepper.field) of the models, past the adjoint's.
 _KAPPA_SLOT = 29
 _BUOYANCY_SLOT = 30
 
@@ -47,21 +47,24 @@ class VRZAdjState(AdjState):
         self.grad_buoyancy = engine.field(slot + 1) if model else None
 
 
-class CompiledVRZ(CompiledAcoustic):
+class CompiledVRZ(CompiledStepper):
     """Runs the VRZ kernels on host (NumPy) or device (CuPy) arrays.
 
     Its coefficients are ``(K, B)`` on the padded grid in the kernels' layout
     (:meth:`kernel_coefficients`); a snapshot holds ``W``, ``u`` and ``psi``
-    of each axis per cell (``2 + ndim`` values).  Not reversible: the
-    boundary-saving members it inherits are never used.
+    of each axis per cell (``2 + ndim`` values).  A
+    :class:`sweep._stepper.Stepper`: full storage and checkpointing.
     """
 
     name = "vrz"
     reversible = False
-    kernels = "vrz"
-    fields_dtype = VRZ_FIELDS
+    fields = VRZ_FIELDS
+    grid_fields = _WAVE | _GRADIENTS
+    model_fields = frozenset({"kappa_dt2", "buoyancy"})
     writes = _WRITES
-    # A forward step streams u, u_prev, K and B (float32 bytes, see CompiledAcoustic).
+    # Temporal blocking: a forward step streams u, u_prev, K and B (float32
+    # bytes, as CompiledAcoustic counts them).
+    time_blocking = True
     blocking_cell_bytes = 16
 
     @property
@@ -70,33 +73,26 @@ class CompiledVRZ(CompiledAcoustic):
         return 2 + self.geom.ndim
 
     @property
-    def snapshot_shape(self) -> tuple[int, ...]:
-        """Shape of one step's snapshot: (values, shots, *store_shape)."""
-        return (self.snapshot_values, self.geom.n_shots, *self.geom.store_shape)
-
-    @property
     def model_gradient_bytes(self) -> int:
         """Bytes of the per-shot gradient accumulators (K and B)."""
         return 2 * self.field_bytes
 
     def working_bytes(self, *, gradient: bool) -> int:
-        """Return the acoustic's :meth:`~CompiledAcoustic.working_bytes` with B and its gradient."""
-        extra = 3 * self.geom.shot_stride * self.dtype.itemsize  # B and its padding
-        if gradient:
-            extra += self.field_bytes + 4 * self.geom.shot_stride * self.dtype.itemsize
-        return super().working_bytes(gradient=gradient) + extra
+        """Arrays every run allocates besides the strategy's storage (for estimates).
 
-    @functools.cached_property
-    def buffer_layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
-        """The acoustic's layouts (:meth:`CompiledAcoustic.buffer_layouts`) and VRZ's fields."""
+        Forward: its state (kept on the result), padded K and B with their
+        temporaries, and the receivers.  Gradient: also the adjoint state, the
+        two per-shot gradient accumulators, the source-amplitude gradient and
+        the model-size outputs.
+        """
         g = self.geom
-        pitch = g.layout_shape[-1]
-        out = dict(super().buffer_layouts)
-        for name in ("kappa_dt2", "buoyancy"):
-            out[name] = (g.padded_shape, pitch)
-        for name in ("grad_kappa_dt2", "grad_buoyancy"):
-            out[name] = ((g.n_shots, *g.padded_shape), pitch)
-        return out
+        item = self.dtype.itemsize
+        fields = 2 + 3 * g.ndim  # u_prev, u, psi x2 and zeta per axis
+        total = 6 * g.shot_stride * item + g.n_shots * g.n_rec * g.nt * item
+        if gradient:
+            fields += 5 + 4 * g.ndim  # mu x2, P x2 and Z x2 per axis, two gradients, K mu
+            total += g.n_shots * g.n_src * g.nt * item + 8 * g.shot_stride * item
+        return total + fields * self.field_bytes
 
     def kernel_coefficients(self, vp: Any, z: Any) -> tuple[Any, Any]:
         """``(K, B)`` of the eager reference (``EagerVRZ.coefficients``), in the kernels' layout.
@@ -111,14 +107,6 @@ class CompiledVRZ(CompiledAcoustic):
         kappa_dt2 = g.pad(vp * z) * (g.dt * g.dt) * live
         buoyancy = g.pad(vp / z, mirrored=True)
         return self.copy_field(kappa_dt2, _KAPPA_SLOT), self.copy_field(buoyancy, _BUOYANCY_SLOT)
-
-    def _set_coefficients(self, f: Any, coeffs: tuple[Any, Any]) -> None:
-        f.set("kappa_dt2", coeffs[0])
-        f.set("buoyancy", coeffs[1])
-
-    def _set_gradients(self, f: Any, adj: VRZAdjState) -> None:
-        f.set("grad_kappa_dt2", adj.grad_kappa_dt2)
-        f.set("grad_buoyancy", adj.grad_buoyancy)
 
     def new_adjoint(self, *, model: bool, source: bool) -> VRZAdjState:
         """Return zeroed adjoint wavefields and the gradient accumulators asked for."""
@@ -137,6 +125,16 @@ class CompiledVRZ(CompiledAcoustic):
         g_kappa = adj.grad_kappa_dt2.sum(axis=0)
         g_kappa = xp.where(live, g_kappa / xp.where(live, kappa_dt2, 1), 0).astype(g_kappa.dtype)
         return g_kappa, adj.grad_buoyancy.sum(axis=0)
+
+    # -- the hooks of CompiledStepper -----------------------------------------------
+    def _set_coefficients(self, f: _Fields, coeffs: tuple[Any, Any], *, adjoint: bool) -> None:
+        f.set("kappa_dt2", coeffs[0])
+        f.set("buoyancy", coeffs[1])
+
+    def _adjoint_state(self, f: _Fields, adj: VRZAdjState) -> None:
+        adj.point(f)
+        f.set("grad_kappa_dt2", adj.grad_kappa_dt2)
+        f.set("grad_buoyancy", adj.grad_buoyancy)
 
 
 def model_gradients(

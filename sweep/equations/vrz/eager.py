@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._eager import EagerBase, _along
+from ..._xp import pad_zeros
 
 
 class EagerVRZ(EagerBase):
@@ -35,16 +36,29 @@ class EagerVRZ(EagerBase):
         self.b_maps = [self._asarray(g.mirrored_axis_map(d), self.xp.int64) for d in range(g.ndim)]
         self.half_c2 = [0.5 * c for c in self.c2[1:]]
 
-    def coefficients(self, vp: Any, z: Any) -> tuple[Any, Any, Any]:
-        """Return ``(K, B, K B)`` on the padded grid.
+    def coefficients(self, vp: Any, z: Any) -> tuple[Any, Any, Any, list]:
+        """Return ``(K, B, K B, E)`` on the padded grid.
 
         ``K = z vp dt^2`` (zero where the pressure is not updated),
-        ``B = vp / z`` and the source scale ``K B = vp^2 dt^2``.
+        ``B = vp / z``, the source scale ``K B = vp^2 dt^2``, and the edge
+        weights ``E[d][k-1](i) = c2_k / 2 (B_i + B_{i+k})`` along axis ``d``
+        (zero where ``i + k`` is off the grid), formed once per call so that
+        a step (and its autodiff) touches one weight per stencil edge.
         """
         dt = self.geom.dt
         k = self.pad_model(vp * z) * (dt * dt) * self.live[0]
         b = self.pad_model(vp / z, self.b_maps)
-        return k, b, k * b
+        edges = []
+        for d in range(self.geom.ndim):
+            n = b.shape[d]
+            per_k = []
+            for kk, c in enumerate(self.half_c2, start=1):
+                pair = c * (_along(b, d, 0, n - kk) + _along(b, d, kk, n))
+                widths = [(0, 0)] * b.ndim
+                widths[d] = (0, kk)
+                per_k.append(pad_zeros(pair, widths))
+            edges.append(per_k)
+        return k, b, k * b, edges
 
     def initial_state(self) -> dict[str, Any]:
         """Zero pressure at two times and the CPML memory variables."""
@@ -56,28 +70,32 @@ class EagerVRZ(EagerBase):
         psi, zeta = self.padded_cpml(state["psi"], state["zeta"], state["u"])
         return {"u_prev": state["u_prev"], "u": state["u"], "psi": psi, "zeta": zeta}
 
-    def _weighted(self, f: Any, b: Any, axis: int) -> Any:
-        """``L_d f`` of ``f`` and ``B`` that carry a halo along ``axis``."""
-        f0, b0 = self._tap(f, axis, 0), self._tap(b, axis, 0)
+    def _weighted(self, f: Any, edges: list, axis: int) -> Any:
+        """``L_d f`` of ``f`` and the edge weights, which carry a halo along ``axis``."""
+        f0 = self._tap(f, axis, 0)
         out = None
-        for k, c in enumerate(self.half_c2, start=1):
-            hi = (b0 + self._tap(b, axis, k)) * (self._tap(f, axis, k) - f0)
-            lo = (b0 + self._tap(b, axis, -k)) * (self._tap(f, axis, -k) - f0)
-            term = c * (hi + lo)
+        for k, e in enumerate(edges, start=1):
+            term = self._tap(e, axis, 0) * (self._tap(f, axis, k) - f0) + self._tap(e, axis, -k) * (
+                self._tap(f, axis, -k) - f0
+            )
             out = term if out is None else out + term
         return out
 
     def step(self, state: dict[str, Any], coeffs: Any, amp_t: Any | None) -> tuple[dict, Any]:
         """One time step: the new state and the receiver samples of p^t."""
-        k, b, src_scale = coeffs
-        b = self.xp.expand_dims(b, axis=0)
-        b_axis = [self._interior(b, keep=d + 1) for d in range(self.geom.ndim)]
+        k, b, src_scale, edges = coeffs
+        xp, nd = self.xp, self.geom.ndim
+        b_axis = [self._interior(xp.expand_dims(b, axis=0), keep=d + 1) for d in range(nd)]
+        e_axis = [
+            [self._interior(xp.expand_dims(e, axis=0), keep=d + 1) for e in edges[d]]
+            for d in range(nd)
+        ]
 
         def second(f: Any, axis: int, lo: int, hi: int) -> Any:
-            bb = b_axis[axis - 1]
+            ee = e_axis[axis - 1]
             if lo or hi != f.shape[axis]:
-                f, bb = _along(f, axis, lo, hi), _along(bb, axis, lo, hi)
-            return self._weighted(f, bb, axis)
+                f, ee = _along(f, axis, lo, hi), [_along(e, axis, lo, hi) for e in ee]
+            return self._weighted(f, ee, axis)
 
         def first(psi: Any, axis: int, lo: int, hi: int) -> Any:
             return self._d1(_along(b_axis[axis - 1], axis, lo, hi) * psi, axis)
@@ -89,7 +107,17 @@ class EagerVRZ(EagerBase):
         u_new = self.mirror_ghosts(self.inject(u_new, src_scale, amp_t))
         return {"u_prev": u, "u": u_new, "psi": psi_new, "zeta": zeta_new}, rec
 
-    def run(self, vp: Any, z: Any, amp: Any, progress: bool = False) -> tuple[Any, dict]:
+    def run(
+        self,
+        vp: Any,
+        z: Any,
+        amp: Any,
+        progress: bool = False,
+        callbacks: Any = None,
+        initial: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict]:
         """Propagate all time steps; returns receivers and the final state."""
-        records, state = self.run_steps(self.coefficients(vp, z), amp, progress)
+        coeffs = self.coefficients(vp, z)
+        models = {"vp": vp, "z": z}
+        records, state = self.run_steps(coeffs, amp, progress, callbacks, models, initial)
         return self.stack_records(records), self.final_state(state)

@@ -97,7 +97,10 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[VRZResult, Any]:
     amp = None if call.amp is None else engine.kernel_input(call.amp, name="source_amplitudes")
     coeffs = engine.kernel_coefficients(vp_k, z_k)
     memory = call.memory if gradient else None
-    receivers, state, plan, tape = compiled_forward(engine, coeffs, amp, memory, call.progress, vp)
+    receivers, state, plan, tape = compiled_forward(
+        engine, coeffs, amp, memory, call.progress, vp,
+        callbacks=call.callbacks, models=call.models, initial_state=call.initial_state,
+    )  # fmt: skip
     result = _result(call, receivers, state)
     result.memory_plan = plan
     return result, (engine, tape, vp_k, z_k)
@@ -121,6 +124,10 @@ def vrz(
     impl: str | None = None,
     n_threads: int | None = None,
     progress: bool = False,
+    forward_callback: Any = None,
+    backward_callback: Any = None,
+    callback_frequency: int = 1,
+    initial_state: dict[str, Any] | None = None,
     memory: Any = None,
     storage_mode: str = "auto",
     storage_compression: bool | str = False,
@@ -151,7 +158,8 @@ def vrz(
     z : array, same shape
         Acoustic impedance ``rho * vp``, positive.
     grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
-    accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress
+    accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress,
+    forward_callback, callback_frequency, initial_state
         As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
         ``vp``).
     impl : {None, "auto", "c", "eager"}
@@ -173,7 +181,9 @@ def vrz(
     if call.impl == "c":
         return _run_compiled(call, gradient=False)[0]
     engine = EagerVRZ.build(call.geom, vp)
-    receivers, state = engine.run(vp, z, call.amp, call.progress)
+    receivers, state = engine.run(
+        vp, z, call.amp, call.progress, call.callbacks, call.initial_state
+    )
     return _result(call, receivers, state)
 
 
@@ -188,7 +198,7 @@ def _vrz_vjp(
         engine = EagerVRZ.build(call.geom, vp)
 
         def run(models: tuple, amp: Any) -> tuple[Any, Any]:
-            return engine.run(*models, amp, call.progress)
+            return engine.run(*models, amp, call.progress, call.callbacks, call.initial_state)
 
         receivers, state, pullback = eager_vjp(call.models, call.amp, run, "vrz", compiled=True)
         return _result(call, receivers, state), pullback
@@ -200,6 +210,7 @@ def _vrz_vjp(
     pullback = compiled_pullback(
         engine, tape, result.receivers, gradients,
         source=call.amp is not None, progress=call.progress, like=vp,
+        callbacks=call.callbacks, models=call.models,
     )  # fmt: skip
     return result, pullback
 

@@ -1,14 +1,15 @@
 /*
- * What the CUDA kernels of every equation share (acoustic.cu, vrz.cu): the
- * thread-to-cell mapping, CPML masks, compact snapshot indices, the debug
- * index checks, and the bodies of the kernels that only move values:
- * receivers, the adjoint's residual injection and free-surface ghosts (each
- * .cu file wraps them in its own extern "C" kernels, which the host tests
- * find in its text).  C++ (the fields record is a template parameter);
- * included once per specialisation, after sweep_common.h and the equation's
- * stencil header.
+ * What the CUDA kernels of every equation share (acoustic.cu, lsrtm.cu,
+ * vrz.cu): the thread -> point map, CPML masks, per-shot pointers, compact
+ * snapshot indices, the debug index checks, and the bodies of the kernels
+ * that only move values: receivers, the adjoint's residual injection and
+ * free-surface ghosts (each .cu file wraps them in its own extern "C"
+ * kernels, which the host tests find in its text).  C++ (the fields record
+ * is a template parameter); included after sweep_common.h and the equation's
+ * stencil header (SWEEP_REAL, SWEEP_ORDER come from the preamble of
+ * sweep/_cuda_backend.py); one module per specialisation, so no include
+ * guard is needed.
  */
-
 #define R SWEEP_REAL
 #define H (SWEEP_ORDER / 2)
 #define FN(name) SWEEP_CAT3(name, _, SWEEP_SUFFIX)
@@ -85,6 +86,24 @@ __device__ __forceinline__ sweep_int sweep_store_cells(const sweep_acoustic_para
          (p.store_hi[2] - p.store_lo[2]);
 }
 
+/* Odd mirror of field into one ghost cell (item) of face (axis d, side). */
+__device__ __forceinline__ void sweep_mirror_ghost(const sweep_acoustic_params &p, R *field,
+                                                   int d, int side, sweep_int item) {
+  const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
+  const sweep_int n1 = p.shape[e1], n2 = p.shape[e2];
+  const sweep_int total = p.n_shots * H * n1 * n2;
+  if (item >= total) return;
+  const sweep_int j2 = item % n2;
+  const sweep_int j1 = (item / n2) % n1;
+  const sweep_int gk = (item / (n2 * n1)) % H;
+  const sweep_int shot = item / (n2 * n1 * H);
+  const sweep_int surface = side ? p.shape[d] - 1 - H : H;
+  const sweep_int g = side ? p.shape[d] - H + gk : gk;
+  const sweep_int mirror = 2 * surface - g;
+  R *fs = field + shot * p.shot_stride + j1 * p.stride[e1] + j2 * p.stride[e2];
+  fs[g * p.stride[d]] = -fs[mirror * p.stride[d]];
+}
+
 /* Receivers record u^t: one thread per (shot, receiver). */
 template <class F>
 __device__ __forceinline__ void sweep_record(const sweep_acoustic_params &p, const F &f,
@@ -96,37 +115,20 @@ __device__ __forceinline__ void sweep_record(const sweep_acoustic_params &p, con
   ((R *)f.rec)[item * p.nt + t] = ((const R *)f.u)[shot * p.shot_stride + f.rec_idx[item]];
 }
 
-/* Adjoint receiver injection, in mu = coef lambda (coef: the factor of W in
- * the update, acoustic's v^2 dt^2): one thread per (shot, receiver cell); the
- * receivers of one cell add in receiver order (as on the CPU). */
+/* Adjoint receiver injection into mu_prev (all shots), in mu = coef lambda
+ * (coef: the factor of W in the update, acoustic's v^2 dt^2): one thread per
+ * (shot, receiver cell); the receivers of one cell add in receiver order (as
+ * on the CPU). */
 template <class F>
 __device__ __forceinline__ void sweep_inject_residuals(const sweep_acoustic_params &p,
-                                                       const F &f, const R *coef, sweep_int t) {
+                                                       const F &f, R *mu_prev, const R *coef,
+                                                       sweep_int t) {
   const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= p.n_rec_groups) return;
   const sweep_int *grp = f.rec_groups + 4 * g;
   SWEEP_CHECK_INDEX("receiver", grp[0], f.rec_order[grp[2]] % p.n_rec, grp[1]);
-  R *mu_prev = (R *)f.u_prev + grp[0] * p.shot_stride + grp[1];
+  R *m = mu_prev + grp[0] * p.shot_stride + grp[1];
   const R c = coef[grp[1]];
   for (sweep_int k = grp[2]; k < grp[3]; ++k)
-    *mu_prev += c * ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
-}
-
-/* Odd mirror into the ghost rows of face (axis d, side); one thread per ghost cell. */
-__device__ __forceinline__ void sweep_ghosts(const sweep_acoustic_params &p, R *field, int d,
-                                             int side) {
-  const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
-  const sweep_int n1 = p.shape[e1], n2 = p.shape[e2];
-  const sweep_int total = p.n_shots * H * n1 * n2;
-  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (item >= total) return;
-  const sweep_int j2 = item % n2;
-  const sweep_int j1 = (item / n2) % n1;
-  const sweep_int gk = (item / (n2 * n1)) % H;
-  const sweep_int shot = item / (n2 * n1 * H);
-  const sweep_int surface = side ? p.shape[d] - 1 - H : H;
-  const sweep_int g = side ? p.shape[d] - H + gk : gk;
-  const sweep_int mirror = 2 * surface - g;
-  R *fs = field + shot * p.shot_stride + j1 * p.stride[e1] + j2 * p.stride[e2];
-  fs[g * p.stride[d]] = -fs[mirror * p.stride[d]];
+    *m += c * ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
 }

@@ -1,0 +1,155 @@
+/*
+ * CUDA kernels of Born modelling (LSRTM), compiled like acoustic.cu (see
+ * there and sweep/_cuda_backend.py).  The per-point arithmetic is
+ * lsrtm_stencil.h, the same code the CPU kernels run (acoustic's point
+ * functions for both fields).  One step is: stencil kernel, then receivers,
+ * sources, then free-surface ghosts of both fields, as for the acoustic
+ * kernels; no boundary saving.  A snapshot slot holds W0 of every shot, then
+ * W1 (SWEEP_EQ_SNAP_VALUES 2 of the CPU kernels); the forward's rec holds the
+ * scattered traces, then the background ones.
+ */
+#include "sweep_common.h"
+#define SWEEP_STENCIL_KEEP_MACROS
+#include "acoustic_stencil.h"
+#include "lsrtm_stencil.h"
+#include "acoustic_stencil_undef.h"
+#undef SWEEP_STENCIL_KEEP_MACROS
+#include "sweep_cuda.h"
+
+/* slot: compact snapshot slot of this step, or -1 (not stored). */
+extern "C" __global__ void lsrtm_forward(const sweep_acoustic_params p, const sweep_lsrtm_fields f,
+                                         sweep_int slot) {
+  sweep_int shot, c[3];
+  if (!sweep_thread_point(p, &shot, c)) return;
+  const sweep_int off = shot * p.shot_stride;
+  const sweep_int i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
+  R *psi0[3], *psi0_new[3], *zeta0[3], *psi1[3], *psi1_new[3], *zeta1[3];
+  const R *pa[3], *pb[3];
+  sweep_axes(f.psi0, off, psi0);
+  sweep_axes(f.psi0_new, off, psi0_new);
+  sweep_axes(f.zeta0, off, zeta0);
+  sweep_axes(f.psi1, off, psi1);
+  sweep_axes(f.psi1_new, off, psi1_new);
+  sweep_axes(f.zeta1, off, zeta1);
+  for (int d = 0; d < 3; ++d) {
+    pa[d] = (const R *)f.pml_a[d];
+    pb[d] = (const R *)f.pml_b[d];
+  }
+  R w[2];
+  FN(lsrtm_fwd_point)(&p, (const R *)f.v2dt2, (const R *)f.dv2dt2, (const R *)f.u0 + off,
+                      (R *)f.u0_prev + off, psi0, psi0_new, zeta0, (const R *)f.u1 + off,
+                      (R *)f.u1_prev + off, psi1, psi1_new, zeta1, pa, pb, i, c[0], c[1], c[2],
+                      sweep_pml_mask(p, c), w);
+  if (f.store && slot >= 0) {
+    const sweep_int m = sweep_store_index(p, c);
+    if (m >= 0) {
+      const sweep_int mc = sweep_store_cells(p);
+      R *st = (R *)f.store + 2 * slot * p.n_shots * mc;
+      st[shot * mc + m] = w[0];
+      st[(p.n_shots + shot) * mc + m] = w[1];
+    }
+  }
+}
+
+/* Sources add -K f^t to u0^{t+1} and -dK f^t to u1^{t+1}: one thread per shot. */
+extern "C" __global__ void lsrtm_forward_sources(const sweep_acoustic_params p,
+                                                 const sweep_lsrtm_fields f, sweep_int t) {
+  const sweep_int shot = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (shot >= p.n_shots || !f.src_amp) return;
+  const sweep_int off = shot * p.shot_stride;
+  for (sweep_int k = 0; k < p.n_src; ++k) {
+    const sweep_int j = f.src_idx[shot * p.n_src + k];
+    SWEEP_CHECK_INDEX("source", shot, k, j);
+    const R a = ((const R *)f.src_amp)[(shot * p.n_src + k) * p.nt + t];
+    ((R *)f.u0_prev)[off + j] -= ((const R *)f.v2dt2)[j] * a;
+    ((R *)f.u1_prev)[off + j] -= ((const R *)f.dv2dt2)[j] * a;
+  }
+}
+
+/* Receivers record u1^t, and u0^t in the background traces after the
+ * scattered ones: one thread per (shot, receiver). */
+extern "C" __global__ void lsrtm_record(const sweep_acoustic_params p, const sweep_lsrtm_fields f,
+                                        sweep_int t) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_rec) return;
+  const sweep_int shot = item / p.n_rec;
+  const sweep_int j = shot * p.shot_stride + f.rec_idx[item];
+  SWEEP_CHECK_INDEX("receiver", shot, item % p.n_rec, f.rec_idx[item]);
+  R *rec = (R *)f.rec;
+  rec[item * p.nt + t] = ((const R *)f.u1)[j];
+  rec[(p.n_shots * p.n_rec + item) * p.nt + t] = ((const R *)f.u0)[j];
+}
+
+/* Adjoint receiver injection into mu1 (mu = K lambda), as acoustic's. */
+extern "C" __global__ void lsrtm_inject_residuals(const sweep_acoustic_params p,
+                                                  const sweep_lsrtm_fields f, sweep_int t) {
+  sweep_inject_residuals(p, f, (R *)f.u1_prev, (const R *)f.v2dt2, t);
+}
+
+extern "C" __global__ void lsrtm_ghosts(const sweep_acoustic_params p, R *field, int d, int side) {
+  sweep_mirror_ghost(p, field, d, side, (sweep_int)blockIdx.x * blockDim.x + threadIdx.x);
+}
+
+/*
+ * Adjoint step, in mu = K lambda (lsrtm_stencil.h).  slot >= 0: the model
+ * gradients from the snapshot of that slot, grad_v2dt2 += mu0 W0 + mu1 W1
+ * and grad_dv2dt2 += mu1 W0 (mu^{t+1}, before the step).
+ */
+extern "C" __global__ void lsrtm_adjoint(const sweep_acoustic_params p, const sweep_lsrtm_fields f,
+                                         sweep_int slot) {
+  sweep_int shot, c[3];
+  if (!sweep_thread_point(p, &shot, c)) return;
+  const sweep_int off = shot * p.shot_stride;
+  const sweep_int i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
+  R *P0[3], *P0n[3], *Z0[3], *Z0n[3], *P1[3], *P1n[3], *Z1[3], *Z1n[3];
+  const R *pa[3], *pb[3];
+  sweep_axes(f.psi0, off, P0);
+  sweep_axes(f.psi0_new, off, P0n);
+  sweep_axes(f.zeta0, off, Z0);
+  sweep_axes(f.zeta0_new, off, Z0n);
+  sweep_axes(f.psi1, off, P1);
+  sweep_axes(f.psi1_new, off, P1n);
+  sweep_axes(f.zeta1, off, Z1);
+  sweep_axes(f.zeta1_new, off, Z1n);
+  for (int d = 0; d < 3; ++d) {
+    pa[d] = (const R *)f.pml_a[d];
+    pb[d] = (const R *)f.pml_b[d];
+  }
+  const R *mu0 = (const R *)f.u0 + off, *mu1 = (const R *)f.u1 + off;
+  if (f.grad_v2dt2 && f.store && slot >= 0) {
+    const sweep_int m = sweep_store_index(p, c);
+    if (m >= 0) {
+      const sweep_int mc = sweep_store_cells(p);
+      const R *st = (const R *)f.store + 2 * slot * p.n_shots * mc;
+      const R w0 = st[shot * mc + m], w1 = st[(p.n_shots + shot) * mc + m];
+      R *gk = (R *)f.grad_v2dt2 + off, *gd = (R *)f.grad_dv2dt2 + off;
+      gk[i] = gk[i] + mu0[i] * w0 + mu1[i] * w1;
+      gd[i] += mu1[i] * w0;
+    }
+  }
+  FN(lsrtm_adj_point)(&p, (const R *)f.v2dt2, (const R *)f.dv2dt2_ratio, mu0,
+                      (R *)f.u0_prev + off, P0, P0n, Z0, Z0n, mu1, (R *)f.u1_prev + off, P1, P1n,
+                      Z1, Z1n, pa, pb, i, c[0], c[1], c[2], sweep_pml_mask(p, c));
+}
+
+/* Source terms, reading mu^{t+1}: dL/df = -(mu0 + R mu1), and the model
+ * gradients' -f mu0, -f mu1 (sampled like the snapshots). */
+extern "C" __global__ void lsrtm_adjoint_sources(const sweep_acoustic_params p,
+                                                 const sweep_lsrtm_fields f, sweep_int t) {
+  const sweep_int shot = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (shot >= p.n_shots) return;
+  const sweep_int off = shot * p.shot_stride;
+  const R *mu0 = (const R *)f.u0 + off, *mu1 = (const R *)f.u1 + off;
+  const R *ratio = (const R *)f.dv2dt2_ratio;
+  for (sweep_int k = 0; k < p.n_src; ++k) {
+    const sweep_int j = f.src_idx[shot * p.n_src + k];
+    SWEEP_CHECK_INDEX("source", shot, k, j);
+    const sweep_int a = (shot * p.n_src + k) * p.nt + t;
+    if (f.grad_src) ((R *)f.grad_src)[a] = -SWEEP_FMA(ratio[j], mu1[j], mu0[j]);
+    if (f.grad_v2dt2 && f.src_amp && t % p.store_every == 0) {
+      const R amp = ((const R *)f.src_amp)[a];
+      ((R *)f.grad_v2dt2)[off + j] -= amp * mu0[j];
+      ((R *)f.grad_dv2dt2)[off + j] -= amp * mu1[j];
+    }
+  }
+}

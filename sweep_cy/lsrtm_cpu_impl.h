@@ -1,0 +1,362 @@
+/*
+ * The Born (LSRTM) plug-in to the CPU time loops (cpu_skeleton.h, which
+ * documents the hooks defined here): scalar rows over the point arithmetic
+ * of lsrtm_stencil.h (acoustic's point functions for both fields), the hooks
+ * that tell the skeleton its fields.  One specialisation per translation
+ * unit (cpu_kernel.c.in).
+ *
+ * Fields (sweep_lsrtm_fields, sweep_common.h): the forward's state is two
+ * acoustic states, u0 / u0_prev / psi0 / psi0_new / zeta0 (the background)
+ * and the same with 1 (the scattered field), rotated as acoustic's; the
+ * model is v2dt2 = K and dv2dt2 = dK.  The adjoint carries mu0 and mu1
+ * (mu = K lambda) in the same slots, with zeta*_new, and reads dv2dt2_ratio =
+ * dK / K.  A snapshot holds two values per cell, W0^n and W1^n; the model
+ * gradients are grad_v2dt2 = sum_n mu0 (W0 - f) + mu1 W1 and grad_dv2dt2 =
+ * sum_n mu1 (W0 - f) (mu at n + 1), which the caller turns into the
+ * gradients of K and mp.  The receivers record u1, and the forward records
+ * u0 at the same receivers after them (rec is (2, slot_shots, n_rec, nt)).
+ * No boundary saving (the stepper is not reversible) and no temporal
+ * blocking.
+ */
+#include "lsrtm_cpu.h"
+
+#define SWEEP_EQ_PARAMS sweep_acoustic_params
+#define SWEEP_EQ_FIELDS sweep_lsrtm_fields
+#define SWEEP_STENCIL_KEEP_MACROS
+#include "acoustic_stencil.h"
+#include "lsrtm_stencil.h"
+#include "cpu_rows.h"
+
+/* ---- Rows: the cells [x0, x1) of row (z, y), one point at a time ---- */
+
+#define SWEEP_BORN_FWD_PARAMS                                                                 \
+  const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *dv2dt2,                \
+      const SWEEP_R *u0, SWEEP_R *u0_prev, SWEEP_R *const *psi0, SWEEP_R *const *psi0_new,    \
+      SWEEP_R *const *zeta0, const SWEEP_R *u1, SWEEP_R *u1_prev, SWEEP_R *const *psi1,       \
+      SWEEP_R *const *psi1_new, SWEEP_R *const *zeta1, const SWEEP_R *const *pa,              \
+      const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int pitch, sweep_int base, sweep_int z,  \
+      sweep_int y, sweep_int x0, sweep_int x1
+#define SWEEP_BORN_FWD_ARGS                                                                   \
+  p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1, u1_prev, psi1, psi1_new, zeta1,  \
+      pa, pb, wrow, pitch, base, z, y, x0, x1
+#define SWEEP_BORN_ADJ_PARAMS                                                                 \
+  const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *ratio,                 \
+      const SWEEP_R *mu0, SWEEP_R *mu0_prev, SWEEP_R *const *P0, SWEEP_R *const *P0n,         \
+      SWEEP_R *const *Z0, SWEEP_R *const *Z0n, const SWEEP_R *mu1, SWEEP_R *mu1_prev,         \
+      SWEEP_R *const *P1, SWEEP_R *const *P1n, SWEEP_R *const *Z1, SWEEP_R *const *Z1n,       \
+      const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z,        \
+      sweep_int y, sweep_int x0, sweep_int x1
+#define SWEEP_BORN_ADJ_ARGS                                                                   \
+  p, v2dt2, ratio, mu0, mu0_prev, P0, P0n, Z0, Z0n, mu1, mu1_prev, P1, P1n, Z1, Z1n, pa, pb,  \
+      base, z, y, x0, x1
+
+/* Forward: W0^n to wrow[x], W1^n to wrow[x + pitch] when wrow is not NULL. */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_scalar)(
+    SWEEP_BORN_FWD_PARAMS, const int mask) {
+  if (wrow) {
+#pragma omp simd
+    for (sweep_int x = x0; x < x1; ++x) {
+      SWEEP_R w[2];
+      SWEEP_FN(lsrtm_fwd_point)(p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1,
+                                u1_prev, psi1, psi1_new, zeta1, pa, pb, base + x, z, y, x, mask,
+                                w);
+      wrow[x] = w[0];
+      wrow[x + pitch] = w[1];
+    }
+  } else {
+#pragma omp simd
+    for (sweep_int x = x0; x < x1; ++x) {
+      SWEEP_R w[2];
+      SWEEP_FN(lsrtm_fwd_point)(p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1,
+                                u1_prev, psi1, psi1_new, zeta1, pa, pb, base + x, z, y, x, mask,
+                                w);
+    }
+  }
+}
+
+static inline __attribute__((always_inline)) void SWEEP_FN(born_adj_scalar)(
+    SWEEP_BORN_ADJ_PARAMS, const int mask) {
+#pragma omp simd
+  for (sweep_int x = x0; x < x1; ++x)
+    SWEEP_FN(lsrtm_adj_point)(p, v2dt2, ratio, mu0, mu0_prev, P0, P0n, Z0, Z0n, mu1, mu1_prev,
+                              P1, P1n, Z1, Z1n, pa, pb, base + x, z, y, x, mask);
+}
+
+/* One never-inlined function per CPML mask (cpu_rows.h says why). */
+SWEEP_DEFINE_BY_MASK(born_fwd_row, born_fwd_scalar, (SWEEP_BORN_FWD_PARAMS), (SWEEP_BORN_FWD_ARGS))
+SWEEP_DEFINE_BY_MASK(born_adj_row, born_adj_scalar, (SWEEP_BORN_ADJ_PARAMS), (SWEEP_BORN_ADJ_ARGS))
+
+/* A whole row (z, y) of one shot (pointers offset to the shot): the x
+ * segments in memory order, each with its compile-time mask. */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_full_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *dv2dt2,
+    const SWEEP_R *u0, SWEEP_R *u0_prev, SWEEP_R *const *psi0, SWEEP_R *const *psi0_new,
+    SWEEP_R *const *zeta0, const SWEEP_R *u1, SWEEP_R *u1_prev, SWEEP_R *const *psi1,
+    SWEEP_R *const *psi1_new, SWEEP_R *const *zeta1, const SWEEP_R *const *pa,
+    const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int pitch, sweep_int z, sweep_int y) {
+  const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define SWEEP_BORN_FWD_SEGMENT(a, b, m)                             \
+  do {                                                              \
+    const sweep_int x0 = (a), x1 = (b);                             \
+    if (x0 < x1) SWEEP_CALL_BY_MASK(born_fwd_row, m, (SWEEP_BORN_FWD_ARGS)) \
+  } while (0)
+#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_BORN_FWD_SEGMENT, m, (void)0)
+  SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
+#undef SWEEP_BORN_FWD_SEGMENT
+#undef SWEEP_ROW_SEGMENTS
+}
+
+static inline __attribute__((always_inline)) void SWEEP_FN(born_adj_full_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *ratio,
+    const SWEEP_R *mu0, SWEEP_R *mu0_prev, SWEEP_R *const *P0, SWEEP_R *const *P0n,
+    SWEEP_R *const *Z0, SWEEP_R *const *Z0n, const SWEEP_R *mu1, SWEEP_R *mu1_prev,
+    SWEEP_R *const *P1, SWEEP_R *const *P1n, SWEEP_R *const *Z1, SWEEP_R *const *Z1n,
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int z, sweep_int y) {
+  const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define SWEEP_BORN_ADJ_SEGMENT(a, b, m)                             \
+  do {                                                              \
+    const sweep_int x0 = (a), x1 = (b);                             \
+    if (x0 < x1) SWEEP_CALL_BY_MASK(born_adj_row, m, (SWEEP_BORN_ADJ_ARGS)) \
+  } while (0)
+#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_BORN_ADJ_SEGMENT, m, (void)0)
+  SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
+#undef SWEEP_BORN_ADJ_SEGMENT
+#undef SWEEP_ROW_SEGMENTS
+}
+
+#undef SWEEP_BORN_FWD_PARAMS
+#undef SWEEP_BORN_FWD_ARGS
+#undef SWEEP_BORN_ADJ_PARAMS
+#undef SWEEP_BORN_ADJ_ARGS
+
+/*
+ * Snapshot correlation of one model row of n cells (gk, gd: the rows of
+ * grad_v2dt2 and grad_dv2dt2; m0, m1: mu0^{t+1}, mu1^{t+1}; st: W0^t, with
+ * W1^t vs further, or NULL): gk += m0 W0 + m1 W1, gd += m1 W0.  held (the
+ * snapshot of a deferred step t + 1, with lo0, lo1 its mu^{t+2}, still in
+ * mu*_prev) is added first, as step t + 1 would have; skip leaves step t's
+ * own terms to step t - 1.  Each cell receives the same additions in the same
+ * order whichever way the steps pair up.
+ */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_correlate)(
+    SWEEP_R *SWEEP_RESTRICT gk, SWEEP_R *SWEEP_RESTRICT gd, const SWEEP_R *SWEEP_RESTRICT m0,
+    const SWEEP_R *SWEEP_RESTRICT m1, const SWEEP_R *SWEEP_RESTRICT st,
+    const SWEEP_R *SWEEP_RESTRICT lo0, const SWEEP_R *SWEEP_RESTRICT lo1,
+    const SWEEP_R *SWEEP_RESTRICT held, sweep_int vs, int skip, sweep_int n) {
+  if (held) {
+#pragma omp simd
+    for (sweep_int x = 0; x < n; ++x) {
+      gk[x] = gk[x] + lo0[x] * held[x] + lo1[x] * held[x + vs];
+      gd[x] += lo1[x] * held[x];
+    }
+  }
+  if (st && !skip) {
+#pragma omp simd
+    for (sweep_int x = 0; x < n; ++x) {
+      gk[x] = gk[x] + m0[x] * st[x] + m1[x] * st[x + vs];
+      gd[x] += m1[x] * st[x];
+    }
+  }
+}
+
+/* sub_problem's arrays of shots: both fields and both gradients, fo elements on. */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_shift_shots)(
+    const sweep_lsrtm_fields *f, sweep_int fo, sweep_lsrtm_fields *g) {
+  g->u0_prev = SWEEP_OFF(f->u0_prev, fo);
+  g->u0 = SWEEP_OFF(f->u0, fo);
+  g->u1_prev = SWEEP_OFF(f->u1_prev, fo);
+  g->u1 = SWEEP_OFF(f->u1, fo);
+  for (int d = 0; d < 3; ++d) {
+    g->psi0[d] = SWEEP_OFF(f->psi0[d], fo);
+    g->psi0_new[d] = SWEEP_OFF(f->psi0_new[d], fo);
+    g->zeta0[d] = SWEEP_OFF(f->zeta0[d], fo);
+    g->zeta0_new[d] = SWEEP_OFF(f->zeta0_new[d], fo);
+    g->psi1[d] = SWEEP_OFF(f->psi1[d], fo);
+    g->psi1_new[d] = SWEEP_OFF(f->psi1_new[d], fo);
+    g->zeta1[d] = SWEEP_OFF(f->zeta1[d], fo);
+    g->zeta1_new[d] = SWEEP_OFF(f->zeta1_new[d], fo);
+  }
+  g->grad_v2dt2 = SWEEP_OFF(f->grad_v2dt2, fo);
+  g->grad_dv2dt2 = SWEEP_OFF(f->grad_dv2dt2, fo);
+}
+
+/* The background traces of one shot and step: u0^t at the receivers, after
+ * the scattered traces in rec. */
+static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params *p,
+                                                    const sweep_lsrtm_fields *f,
+                                                    const SWEEP_R *u0, sweep_int shot,
+                                                    sweep_int off, sweep_int t) {
+  SWEEP_R *bg = (SWEEP_R *)f->rec + (p->slot_shots + shot) * p->n_rec * p->nt;
+  const sweep_int *ri = f->rec_idx + shot * p->n_rec;
+  for (sweep_int r = 0; r < p->n_rec; ++r) bg[r * p->nt + t] = u0[off + ri[r]];
+}
+
+/* ---- The hooks of cpu_skeleton.h ---- */
+
+#define SWEEP_EQ_FORWARD SWEEP_FN(sweep_lsrtm_forward)
+#define SWEEP_EQ_BACKWARD SWEEP_FN(sweep_lsrtm_backward)
+#define SWEEP_EQ_SNAP_VALUES 2
+#define SWEEP_EQ_BLOCKING 0
+#define SWEEP_EQ_MODEL(f)                                   \
+  const SWEEP_R *v2dt2 = (const SWEEP_R *)(f)->v2dt2;       \
+  const SWEEP_R *dv2dt2 = (const SWEEP_R *)(f)->dv2dt2;     \
+  const SWEEP_R *ratio = (const SWEEP_R *)(f)->dv2dt2_ratio; \
+  (void)dv2dt2;                                             \
+  (void)ratio
+#define SWEEP_EQ_SHIFT_SHOTS(f, fo, g) SWEEP_FN(born_shift_shots)(f, fo, g)
+
+/* Forward: both fields rotate as acoustic's u (zeta* in place). */
+#define SWEEP_EQ_FWD_STATE(f)                                                 \
+  SWEEP_R *u0_prev = (SWEEP_R *)(f)->u0_prev, *u0 = (SWEEP_R *)(f)->u0;      \
+  SWEEP_R *u1_prev = (SWEEP_R *)(f)->u1_prev, *u1 = (SWEEP_R *)(f)->u1;      \
+  void *psi0_all[3], *psi0_new_all[3], *psi1_all[3], *psi1_new_all[3];       \
+  for (int d = 0; d < 3; ++d) {                                              \
+    psi0_all[d] = (f)->psi0[d];                                              \
+    psi0_new_all[d] = (f)->psi0_new[d];                                      \
+    psi1_all[d] = (f)->psi1[d];                                              \
+    psi1_new_all[d] = (f)->psi1_new[d];                                      \
+  }
+#define SWEEP_EQ_FWD_SHOT(f, off)                                                     \
+  SWEEP_R *psi0[3], *psi0_new[3], *zeta0[3], *psi1[3], *psi1_new[3], *zeta1[3];     \
+  SWEEP_FN(shot_axes)(psi0_all, off, psi0);                                         \
+  SWEEP_FN(shot_axes)(psi0_new_all, off, psi0_new);                                 \
+  SWEEP_FN(shot_axes)((f)->zeta0, off, zeta0);                                      \
+  SWEEP_FN(shot_axes)(psi1_all, off, psi1);                                         \
+  SWEEP_FN(shot_axes)(psi1_new_all, off, psi1_new);                                 \
+  SWEEP_FN(shot_axes)((f)->zeta1, off, zeta1)
+#define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y)                                          \
+  SWEEP_FN(born_fwd_full_row)(p, v2dt2, dv2dt2, u0 + (off), u0_prev + (off), psi0, psi0_new, \
+                              zeta0, u1 + (off), u1_prev + (off), psi1, psi1_new, zeta1, pa, \
+                              pb, wr, SWEEP_WR_PITCH(p), z, y)
+#define SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y) ((void)0)
+/* Receivers record u1^t (and u0^t after them); sources add -K f^t to u0^{t+1}
+ * and -dK f^t to u1^{t+1}. */
+#define SWEEP_EQ_FWD_RECORD(i) (u1[i])
+#define SWEEP_EQ_FWD_RECORD_EXTRA(p, f, shot, off, t) \
+  SWEEP_FN(born_record_background)(p, f, u0, shot, off, t)
+#define SWEEP_EQ_FWD_SOURCE(i, j, a) \
+  do {                               \
+    u0_prev[i] -= v2dt2[j] * (a);    \
+    u1_prev[i] -= dv2dt2[j] * (a);   \
+  } while (0)
+#define SWEEP_EQ_FWD_GHOSTS(p)              \
+  do {                                      \
+    SWEEP_FN(fill_ghosts)(p, u0_prev);      \
+    SWEEP_FN(fill_ghosts)(p, u1_prev);      \
+  } while (0)
+#define SWEEP_EQ_FWD_ROTATE()            \
+  do {                                   \
+    SWEEP_R *tmp = u0_prev;              \
+    u0_prev = u0;                        \
+    u0 = tmp;                            \
+    tmp = u1_prev;                       \
+    u1_prev = u1;                        \
+    u1 = tmp;                            \
+    for (int d = 0; d < 3; ++d) {        \
+      void *tp = psi0_all[d];            \
+      psi0_all[d] = psi0_new_all[d];     \
+      psi0_new_all[d] = tp;              \
+      tp = psi1_all[d];                  \
+      psi1_all[d] = psi1_new_all[d];     \
+      psi1_new_all[d] = tp;              \
+    }                                    \
+  } while (0)
+#define SWEEP_EQ_FWD_SAVED(off) ((const SWEEP_R *)NULL)
+#define SWEEP_EQ_FWD_LOAD_BAND(i, v) ((void)(i), (void)(v))
+
+/* Adjoint, in mu = K lambda: mu0, mu1 and their P, Z swap every step. */
+#define SWEEP_EQ_GRAD(f) ((f)->grad_v2dt2)
+#define SWEEP_EQ_ADJ_STATE(f)                                                      \
+  SWEEP_R *mu0_prev = (SWEEP_R *)(f)->u0_prev, *mu0 = (SWEEP_R *)(f)->u0;         \
+  SWEEP_R *mu1_prev = (SWEEP_R *)(f)->u1_prev, *mu1 = (SWEEP_R *)(f)->u1;         \
+  void *P0_all[3], *P0n_all[3], *Z0_all[3], *Z0n_all[3];                          \
+  void *P1_all[3], *P1n_all[3], *Z1_all[3], *Z1n_all[3];                          \
+  for (int d = 0; d < 3; ++d) {                                                   \
+    P0_all[d] = (f)->psi0[d];                                                     \
+    P0n_all[d] = (f)->psi0_new[d];                                                \
+    Z0_all[d] = (f)->zeta0[d];                                                    \
+    Z0n_all[d] = (f)->zeta0_new[d];                                               \
+    P1_all[d] = (f)->psi1[d];                                                     \
+    P1n_all[d] = (f)->psi1_new[d];                                                \
+    Z1_all[d] = (f)->zeta1[d];                                                    \
+    Z1n_all[d] = (f)->zeta1_new[d];                                               \
+  }                                                                               \
+  SWEEP_R *grad_k_all = (SWEEP_R *)(f)->grad_v2dt2;                               \
+  SWEEP_R *grad_dk_all = (SWEEP_R *)(f)->grad_dv2dt2
+#define SWEEP_EQ_ADJ_GRAD grad_k_all
+#define SWEEP_EQ_ADJ_SHOT(f, off)                                  \
+  SWEEP_R *P0[3], *P0n[3], *Z0[3], *Z0n[3];                        \
+  SWEEP_R *P1[3], *P1n[3], *Z1[3], *Z1n[3];                        \
+  SWEEP_FN(shot_axes)(P0_all, off, P0);                            \
+  SWEEP_FN(shot_axes)(P0n_all, off, P0n);                          \
+  SWEEP_FN(shot_axes)(Z0_all, off, Z0);                            \
+  SWEEP_FN(shot_axes)(Z0n_all, off, Z0n);                          \
+  SWEEP_FN(shot_axes)(P1_all, off, P1);                            \
+  SWEEP_FN(shot_axes)(P1n_all, off, P1n);                          \
+  SWEEP_FN(shot_axes)(Z1_all, off, Z1);                            \
+  SWEEP_FN(shot_axes)(Z1n_all, off, Z1n);                          \
+  const SWEEP_R *mu0_s = mu0 + (off), *mu1_s = mu1 + (off);        \
+  SWEEP_R *grad_k = grad_k_all ? grad_k_all + (off) : NULL;        \
+  SWEEP_R *grad_dk = grad_dk_all ? grad_dk_all + (off) : NULL
+#define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y)                                                 \
+  SWEEP_FN(born_adj_full_row)(p, v2dt2, ratio, mu0_s, mu0_prev + (off), P0, P0n, Z0, Z0n,      \
+                              mu1_s, mu1_prev + (off), P1, P1n, Z1, Z1n, pa, pb, z, y)
+/* W0^t and W1^t of a row: st and st + SWEEP_SNAP_STRIDE(p) (p: the skeleton's
+ * parameters, in scope where the hook expands). */
+#define SWEEP_EQ_ADJ_CORRELATE(off, o, st, held, skip, n)                                  \
+  SWEEP_FN(born_correlate)(grad_k + (o), grad_dk + (o), mu0_s + (o), mu1_s + (o), st,     \
+                           mu0_prev + (off) + (o), mu1_prev + (off) + (o), held,          \
+                           SWEEP_SNAP_STRIDE(p), skip, n)
+/* Residuals of u1^t, times K, go into mu1^t (in mu1_prev); the source terms
+ * read mu^{t+1}: dL/df = -(mu0 + R mu1) = -G0. */
+#define SWEEP_EQ_ADJ_RESIDUAL(i, j, r) (mu1_prev[i] += v2dt2[j] * (r))
+#define SWEEP_EQ_ADJ_SOURCE_GRAD(i, j) (-SWEEP_FMA(ratio[j], mu1[i], mu0[i]))
+#define SWEEP_EQ_ADJ_SOURCE_TERM(i, j, a) \
+  do {                                    \
+    grad_k_all[i] -= (a) * mu0[i];        \
+    grad_dk_all[i] -= (a) * mu1[i];       \
+  } while (0)
+#define SWEEP_EQ_ADJ_GHOSTS(p, recon)         \
+  do {                                        \
+    SWEEP_FN(fill_ghosts)(p, mu0_prev);       \
+    SWEEP_FN(fill_ghosts)(p, mu1_prev);       \
+  } while (0)
+#define SWEEP_EQ_ADJ_ROTATE()            \
+  do {                                   \
+    SWEEP_R *tmp = mu0_prev;             \
+    mu0_prev = mu0;                      \
+    mu0 = tmp;                           \
+    tmp = mu1_prev;                      \
+    mu1_prev = mu1;                      \
+    mu1 = tmp;                           \
+    for (int d = 0; d < 3; ++d) {        \
+      void *tp = P0_all[d];              \
+      P0_all[d] = P0n_all[d];            \
+      P0n_all[d] = tp;                   \
+      tp = Z0_all[d];                    \
+      Z0_all[d] = Z0n_all[d];            \
+      Z0n_all[d] = tp;                   \
+      tp = P1_all[d];                    \
+      P1_all[d] = P1n_all[d];            \
+      P1n_all[d] = tp;                   \
+      tp = Z1_all[d];                    \
+      Z1_all[d] = Z1n_all[d];            \
+      Z1n_all[d] = tp;                   \
+    }                                    \
+  } while (0)
+
+/* No boundary saving. */
+#define SWEEP_EQ_RECON(f) 0
+#define SWEEP_EQ_RECON_ROW(p, off, base) ((void)0)
+#define SWEEP_EQ_RECON_CELL(i, w) ((void)(i), (void)(w))
+#define SWEEP_EQ_RECON_SOURCE(i, j, a) ((void)(i), (void)(j), (void)(a))
+#define SWEEP_EQ_RECON_LOAD_BAND(i, v) ((void)(i), (void)(v))
+
+#include "cpu_skeleton.h"
+
+#include "acoustic_stencil_undef.h"
+#undef SWEEP_STENCIL_KEEP_MACROS
