@@ -117,26 +117,13 @@ extern "C" __global__ void acoustic_forward_sources(const sweep_acoustic_params 
 /* Receivers record u^t: one thread per (shot, receiver). */
 extern "C" __global__ void acoustic_record(const sweep_acoustic_params p,
                                            const sweep_acoustic_fields f, sweep_int t) {
-  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (item >= p.n_shots * p.n_rec) return;
-  const sweep_int shot = item / p.n_rec;
-  SWEEP_CHECK_INDEX("receiver", shot, item % p.n_rec, f.rec_idx[item]);
-  ((R *)f.rec)[item * p.nt + t] = ((const R *)f.u)[shot * p.shot_stride + f.rec_idx[item]];
+  sweep_record(p, f, t);
 }
 
-/* Adjoint receiver injection, in mu = v^2 dt^2 lambda: one thread per (shot,
- * receiver cell); the receivers of one cell add in receiver order (as on the
- * CPU). */
+/* Adjoint receiver injection, in mu = v^2 dt^2 lambda (sweep_cuda.h). */
 extern "C" __global__ void acoustic_inject_residuals(const sweep_acoustic_params p,
                                                      const sweep_acoustic_fields f, sweep_int t) {
-  const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (g >= p.n_rec_groups) return;
-  const sweep_int *grp = f.rec_groups + 4 * g;
-  SWEEP_CHECK_INDEX("receiver", grp[0], f.rec_order[grp[2]] % p.n_rec, grp[1]);
-  R *mu_prev = (R *)f.u_prev + grp[0] * p.shot_stride + grp[1];
-  const R v2dt2 = ((const R *)f.v2dt2)[grp[1]];
-  for (sweep_int k = grp[2]; k < grp[3]; ++k)
-    *mu_prev += v2dt2 * ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
+  sweep_inject_residuals(p, f, (R *)f.u_prev, (const R *)f.v2dt2, t);
 }
 
 /* Odd mirror into the ghost rows of face (axis d, side); one thread per ghost cell. */

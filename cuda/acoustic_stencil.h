@@ -116,19 +116,27 @@
 /* Forward: adds this axis's share of W^n to w; updates zeta in place and
  * writes psi^{n+1} in the CPML.  SWEEP_FWD_AXIS_TAPS takes the taps of u and
  * psi as macros TAP_U(k), TAP_PSI(k) (the vector rows' x taps come from
- * registers); SWEEP_FWD_AXIS loads them along the stride. */
+ * registers); SWEEP_FWD_AXIS loads them along the stride.
+ * SWEEP_FWD_AXIS_OP is the same with the second-order operator made a
+ * parameter: OP(out, TAP_OP) in place of SWEEP_D2(out, TAP_U), so an
+ * equation with another operator (VRZ's variable-coefficient one,
+ * vrz_stencil.h) shares the CPML terms. */
 #define SWEEP_FWD_AXIS(T, w, u, ps, ps_new, zt, a, b, s, rdx, rdx2, cpml)      \
   SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_U_, SWEEP_TAP_PSI_, T, w, u, ps, ps_new, zt, a, b, s, rdx, \
                       rdx2, cpml)
 #define SWEEP_FWD_AXIS_TAPS(TAP_U, TAP_PSI, T, w, u, ps, ps_new, zt, a, b, s, rdx, rdx2,  \
                             cpml)                                            \
+  SWEEP_FWD_AXIS_OP(SWEEP_D2, TAP_U, TAP_U, TAP_PSI, T, w, u, ps, ps_new, zt, a, b, s, rdx, \
+                    rdx2, cpml)
+#define SWEEP_FWD_AXIS_OP(OP, TAP_OP, TAP_U, TAP_PSI, T, w, u, ps, ps_new, zt, a, b, s, rdx, \
+                          rdx2, cpml)                                        \
   do {                                                                       \
     const SWEEP_R *const u_ = (u);                                           \
     const sweep_int s_ = (s);                                                \
     (void)u_;                                                                \
     (void)s_;                                                                \
     T d2u_;                                                                  \
-    SWEEP_D2(d2u_, TAP_U);                                                   \
+    OP(d2u_, TAP_OP);                                                        \
     if (cpml) {                                                              \
       const SWEEP_R *const ps_ = (ps);                                       \
       T d1psi_, d1u_, zn_, pn_;                                              \

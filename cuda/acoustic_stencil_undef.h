@@ -17,6 +17,7 @@
 #undef SWEEP_TAP_PSI_
 #undef SWEEP_FWD_AXIS
 #undef SWEEP_FWD_AXIS_TAPS
+#undef SWEEP_FWD_AXIS_OP
 #undef SWEEP_TAP_G_
 #undef SWEEP_TAP_AG_
 #undef SWEEP_TAP_AZ_

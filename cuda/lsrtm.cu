@@ -83,14 +83,7 @@ extern "C" __global__ void lsrtm_record(const sweep_acoustic_params p, const swe
 /* Adjoint receiver injection into mu1 (mu = K lambda), as acoustic's. */
 extern "C" __global__ void lsrtm_inject_residuals(const sweep_acoustic_params p,
                                                   const sweep_lsrtm_fields f, sweep_int t) {
-  const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (g >= p.n_rec_groups) return;
-  const sweep_int *grp = f.rec_groups + 4 * g;
-  SWEEP_CHECK_INDEX("receiver", grp[0], f.rec_order[grp[2]] % p.n_rec, grp[1]);
-  R *mu1_prev = (R *)f.u1_prev + grp[0] * p.shot_stride + grp[1];
-  const R v2dt2 = ((const R *)f.v2dt2)[grp[1]];
-  for (sweep_int k = grp[2]; k < grp[3]; ++k)
-    *mu1_prev += v2dt2 * ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
+  sweep_inject_residuals(p, f, (R *)f.u1_prev, (const R *)f.v2dt2, t);
 }
 
 extern "C" __global__ void lsrtm_ghosts(const sweep_acoustic_params p, R *field, int d, int side) {

@@ -91,6 +91,45 @@ typedef struct sweep_acoustic_params {
 } sweep_acoustic_params;
 
 /*
+ * Arrays of one call of the VRZ kernels (variable density, cuda/vrz_stencil.h),
+ * sharing sweep_acoustic_params.  The members named as in
+ * sweep_acoustic_fields (below) mean what they mean there (the members the
+ * CPU skeleton reads, cpu_skeleton.h, must have those names); boundary
+ * saving's stay NULL (the VRZ stepper is not reversible).
+ */
+typedef struct sweep_vrz_fields {
+  const void *kappa_dt2;  /* K = z vp dt^2 on the padded grid, zero where u is not updated */
+  const void *buoyancy;   /* B = vp / z on the whole padded grid, halo included */
+  void *u_prev;
+  void *u;
+  void *psi[3];
+  void *psi_new[3];
+  void *zeta[3];
+  void *zeta_new[3];
+  const void *pml_a[3];
+  const void *pml_b[3];
+  const void *src_amp;
+  const sweep_int *src_idx;
+  void *rec;
+  const sweep_int *rec_idx;
+  void *store;            /* W, u and psi of each axis on the store cells: 2 + ndim values
+                             per cell (SWEEP_EQ_SNAP_VALUES) */
+  void *grad_kappa_dt2;   /* (n_shots, shot_stride): sum mu W (the caller divides by K), or NULL */
+  void *grad_buoyancy;    /* (n_shots, shot_stride): the gradient w.r.t. B, or NULL */
+  void *grad_src;
+  const sweep_int *band_idx;
+  const sweep_int *band_row;
+  void *band_u;
+  void *band_w;
+  void *replay_w;
+  const sweep_int *outer_idx;
+  const sweep_int *outer_row;
+  const sweep_int *cpml_pos;
+  const sweep_int *rec_groups;
+  const sweep_int *rec_order;
+} sweep_vrz_fields;
+
+/*
  * Arrays of one call.  Every wavefield is (n_shots, *padded shape).  The
  * forward pass reads/writes u_prev, u, psi, psi_new, zeta; the adjoint pass
  * reuses the same slots for its adjoint fields (lambda in u, adjoint psi in

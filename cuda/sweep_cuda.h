@@ -1,10 +1,14 @@
 /*
- * Device helpers every equation's CUDA kernels share (acoustic.cu, lsrtm.cu):
- * the thread -> point map, CPML masks, per-shot pointers, compact snapshot
- * indices, free-surface ghosts and the debug index checks.  Included after
- * sweep_common.h and the equation's stencil header (SWEEP_REAL, SWEEP_ORDER
- * come from the preamble of sweep/_cuda_backend.py); one module per
- * specialisation, so no include guard is needed.
+ * What the CUDA kernels of every equation share (acoustic.cu, lsrtm.cu,
+ * vrz.cu): the thread -> point map, CPML masks, per-shot pointers, compact
+ * snapshot indices, the debug index checks, and the bodies of the kernels
+ * that only move values: receivers, the adjoint's residual injection and
+ * free-surface ghosts (each .cu file wraps them in its own extern "C"
+ * kernels, which the host tests find in its text).  C++ (the fields record
+ * is a template parameter); included after sweep_common.h and the equation's
+ * stencil header (SWEEP_REAL, SWEEP_ORDER come from the preamble of
+ * sweep/_cuda_backend.py); one module per specialisation, so no include
+ * guard is needed.
  */
 #define R SWEEP_REAL
 #define H (SWEEP_ORDER / 2)
@@ -98,4 +102,33 @@ __device__ __forceinline__ void sweep_mirror_ghost(const sweep_acoustic_params &
   const sweep_int mirror = 2 * surface - g;
   R *fs = field + shot * p.shot_stride + j1 * p.stride[e1] + j2 * p.stride[e2];
   fs[g * p.stride[d]] = -fs[mirror * p.stride[d]];
+}
+
+/* Receivers record u^t: one thread per (shot, receiver). */
+template <class F>
+__device__ __forceinline__ void sweep_record(const sweep_acoustic_params &p, const F &f,
+                                             sweep_int t) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_rec) return;
+  const sweep_int shot = item / p.n_rec;
+  SWEEP_CHECK_INDEX("receiver", shot, item % p.n_rec, f.rec_idx[item]);
+  ((R *)f.rec)[item * p.nt + t] = ((const R *)f.u)[shot * p.shot_stride + f.rec_idx[item]];
+}
+
+/* Adjoint receiver injection into mu_prev (all shots), in mu = coef lambda
+ * (coef: the factor of W in the update, acoustic's v^2 dt^2): one thread per
+ * (shot, receiver cell); the receivers of one cell add in receiver order (as
+ * on the CPU). */
+template <class F>
+__device__ __forceinline__ void sweep_inject_residuals(const sweep_acoustic_params &p,
+                                                       const F &f, R *mu_prev, const R *coef,
+                                                       sweep_int t) {
+  const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= p.n_rec_groups) return;
+  const sweep_int *grp = f.rec_groups + 4 * g;
+  SWEEP_CHECK_INDEX("receiver", grp[0], f.rec_order[grp[2]] % p.n_rec, grp[1]);
+  R *m = mu_prev + grp[0] * p.shot_stride + grp[1];
+  const R c = coef[grp[1]];
+  for (sweep_int k = grp[2]; k < grp[3]; ++k)
+    *m += c * ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
 }

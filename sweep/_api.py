@@ -3,7 +3,9 @@
 An equation's public function validates its call with
 :func:`sweep._setup.prepare`, runs its engine, and wraps the outputs in a
 result; :func:`eager_vjp` gives the gradients of an eager run from the array
-library's autodiff (PyTorch or JAX), whatever the equation's models are.
+library's autodiff (PyTorch or JAX), whatever the equation's models are, and
+:func:`compiled_forward` / :func:`compiled_pullback` run a compiled stepper
+and its adjoint through the memory strategies.
 """
 
 from __future__ import annotations
@@ -11,11 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import _callbacks, _memory
 from . import _validate as val
 from ._impl import IMPLS, binding_error, binding_fix
-from ._xp import is_cupy_array, is_jax_array, is_torch_array
+from ._xp import from_kernel_array, is_cupy_array, is_jax_array, is_torch_array
 
-__all__ = ["check_cotangent", "eager_only_impl", "eager_vjp"]
+__all__ = [
+    "check_cotangent",
+    "compiled_forward",
+    "compiled_pullback",
+    "eager_only_impl",
+    "eager_vjp",
+]
 
 
 def eager_only_impl(impl: str | None, equation: str) -> str:
@@ -142,3 +151,122 @@ def _detach(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return type(x)(_detach(v) for v in x)
     return x
+
+
+def compiled_forward(
+    engine: Any,
+    coeffs: Any,
+    amp: Any,
+    memory: _memory.MemorySettings | None,
+    progress: bool,
+    like: Any,
+    *,
+    callbacks: _callbacks.Callbacks | None = None,
+    models: dict[str, Any] | None = None,
+    initial_state: dict[str, Any] | None = None,
+) -> tuple[Any, dict[str, Any], _memory.MemoryPlan | None, _memory.Tape | None]:
+    """Run the forward pass of a compiled stepper of one wavefield.
+
+    Parameters
+    ----------
+    engine : sweep._compiled.CompiledStepper
+        The stepper, whose states have ``u_prev``, ``u`` and per axis
+        ``psi`` (a ping-pong pair) and ``zeta`` (:class:`sweep._compiled.FwdState`).
+    coeffs, amp
+        The model and the source amplitudes in the stepper's layout.
+    memory : MemorySettings or None
+        The call's memory settings for a gradient run (the plan's strategy
+        keeps what the adjoint needs), None for a forward-only run.
+    progress : bool
+        Show a progress bar.
+    like : array
+        The caller's model: outputs come back in its library.
+    callbacks, models
+        The call's callbacks (:mod:`sweep._callbacks`; the forward one sees
+        ``u`` and ``u_prev``) and the models they are shown.
+    initial_state : dict or None
+        A result's ``state`` to restart from (:meth:`FwdState.set_from`).
+
+    Returns
+    -------
+    receivers, state, plan, tape
+        ``state`` holds the final padded ``u_prev``, ``u``, ``psi`` and
+        ``zeta``; ``plan`` and ``tape`` are None for a forward-only run.
+    """
+
+    def back(x: Any) -> Any:
+        return from_kernel_array(x, like)
+
+    def fields(state: Any) -> dict[str, Any]:
+        return {"u": back(state.u), "u_prev": back(state.u_prev)}
+
+    def restart(state: Any) -> None:
+        state.set_from(initial_state, lambda x: engine.kernel_input(x, name="initial_state"))
+
+    plan = None if memory is None else _memory.plan(engine, memory)
+    event = _callbacks.forward_event(callbacks, engine.geom, models or {}, fields)
+    stepper = _callbacks.wrap(engine, callbacks, forward=event)
+    initial = None if initial_state is None else restart
+    receivers, final, tape = _memory.forward(stepper, coeffs, amp, plan, progress, initial)
+    state = {
+        "u_prev": back(final.u_prev),
+        "u": back(final.u),
+        "psi": [back(final.psi[ax][0]) for ax in engine.axes],
+        "zeta": [back(final.zeta[ax]) for ax in engine.axes],
+    }
+    return back(receivers), state, plan, tape
+
+
+def compiled_pullback(
+    engine: Any,
+    tape: _memory.Tape,
+    receivers: Any,
+    model_gradients: Callable[[Any], dict[str, Any]],
+    *,
+    source: bool,
+    progress: bool,
+    like: Any,
+    callbacks: _callbacks.Callbacks | None = None,
+    models: dict[str, Any] | None = None,
+) -> Callable[[Any], dict[str, Any]]:
+    """Return the pullback of a compiled forward pass (:func:`compiled_forward` with a tape).
+
+    ``model_gradients(g)`` maps the stepper's
+    :meth:`~sweep._stepper.Stepper.finish_gradient` to the gradients by model
+    name (in the kernels' arrays); ``source``: whether there are source
+    amplitudes to differentiate.  The backward callback (``callbacks``)
+    sees the kernels' adjoint variable (mu = K lambda) at steps t + 1
+    (``adjoint``) and t + 2 (``adjoint_prev``) and the model gradients so
+    far.  The pullback holds the receivers' shape and dtype only, not the
+    result (adapters return the receivers as their output, whose autograd
+    node holds the pullback: a reference cycle that would keep the stored
+    wavefield alive until a cyclic garbage collection); its ``release()``
+    frees the tape now.
+    """
+    shape, dtype = tuple(receivers.shape), val.dtype_name(receivers)
+
+    def fields(adj: Any) -> dict[str, Any]:
+        return {"adjoint": from_kernel_array(adj.lam, like),
+                "adjoint_prev": from_kernel_array(adj.lam_prev, like)}  # fmt: skip
+
+    def so_far(adj: Any) -> dict[str, Any]:
+        g = engine.finish_gradient(adj, tape.coeffs)
+        k = tape.plan.interval
+        g = tuple(x * k for x in g) if isinstance(g, tuple) else g * k
+        return {name: from_kernel_array(x, like) for name, x in model_gradients(g).items()}
+
+    def pullback(d_receivers: Any) -> dict[str, Any]:
+        check_cotangent(d_receivers, shape, dtype)
+        d_k = engine.kernel_input(d_receivers, name="the receiver cotangent")
+        event = _callbacks.backward_event(callbacks, engine.geom, models or {}, fields, so_far)
+        stepper = _callbacks.wrap(engine, callbacks, backward=event)
+        g_model, g_src = _memory.backward(
+            stepper, tape, d_k, model=True, source=source, progress=progress
+        )
+        grads = {} if g_model is None else dict(model_gradients(g_model))
+        if source:
+            grads["source_amplitudes"] = g_src
+        return {name: from_kernel_array(g, like) for name, g in grads.items()}
+
+    pullback.release = tape.close  # type: ignore[attr-defined]
+    return pullback

@@ -186,7 +186,16 @@ def tuner_for(
         or _override() is not None
     ):
         return None
-    key = (geom.ndim, geom.order, dtype_name, geom.n_shots, tuple(geom.padded_shape), n_threads)
+    # cell_bytes tells the equations apart (their steps cost differently).
+    key = (
+        geom.ndim,
+        geom.order,
+        dtype_name,
+        geom.n_shots,
+        tuple(geom.padded_shape),
+        n_threads,
+        cell_bytes,
+    )
     tuner = _TUNERS.get(key)
     if tuner is None:
         if len(_TUNERS) >= _TUNERS_MAX:

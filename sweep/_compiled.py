@@ -16,7 +16,8 @@ for checkpoints, the sizes of what they keep and the equation's
 post-processing of the gradient.  :class:`CompiledAcoustic` is the acoustic
 :class:`~sweep._stepper.ReversibleStepper` (the snapshot a gradient step
 needs is ``W`` of the model and CPML cells); the Born stepper is
-``sweep.equations.lsrtm.compiled.CompiledLSRTM``.
+``sweep.equations.lsrtm.compiled.CompiledLSRTM`` and the VRZ one
+``sweep.equations.vrz.compiled.CompiledVRZ``.
 """
 
 from __future__ import annotations
@@ -271,6 +272,7 @@ class CompiledStepper:
     model_fields = frozenset({"v2dt2"})  # padded model arrays (row pitch)
     writes = _WRITES  # per direction (adjoint?), the buffers the kernels write
     snapshot_values = 1  # values per cell of a snapshot (SWEEP_EQ_SNAP_VALUES)
+    waves = 1  # wavefields stepped together (FwdState / AdjState each)
     time_blocking = False  # forward calls that store nothing may be blocked in time
     # Temporal blocking's facts (sweep._blocking), where it applies.
     blocking_cell_bytes = 12
@@ -302,6 +304,18 @@ class CompiledStepper:
     def nt(self) -> int:
         """Time steps of the run."""
         return self.geom.nt
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of one checkpoint: per wavefield u^{t-1}, u^t and the CPML strips of psi, zeta."""
+        g = self.geom
+        cells = 2 * g.kernel_shot_stride + 2 * self._strip_cells  # psi and zeta on the strips
+        return self.waves * g.n_shots * cells * self.dtype.itemsize
+
+    @property
+    def live_state_bytes(self) -> int:
+        """Bytes of one forward state: per wavefield u^{t-1}, u^t, two psi and one zeta per axis."""
+        return self.waves * (2 + 3 * self.geom.ndim) * self.field_bytes
 
     @property
     def step_cells(self) -> int:
@@ -685,21 +699,31 @@ class CompiledStepper:
         """Return the receivers (forward) or their cotangent (adjoint) as ``rec`` takes them."""
         return x
 
+    def new_state(self) -> Any:
+        """Return zeroed forward wavefields (step 0)."""
+        return FwdState(self)
+
+    def new_adjoint(self, *, model: bool, source: bool) -> Any:
+        """Return zeroed adjoint wavefields and the gradient accumulators asked for."""
+        return AdjState(self, model=model, source=source)
+
     def _forward_state(self, f: _Fields, state: Any) -> None:
-        """Point the forward kernels' wavefield slots at ``state``."""
-        raise NotImplementedError
+        """Point the forward kernels' wavefield slots at ``state`` (default: one wavefield)."""
+        state.point(f)
 
     def _swap_forward(self, state: Any, n: int) -> None:
         """Swap ``state``'s buffers as ``n`` forward steps did."""
-        raise NotImplementedError
+        if n % 2:
+            state.swap()
 
     def _adjoint_state(self, f: _Fields, adj: Any) -> None:
         """Point the adjoint kernels' wavefield and gradient slots at ``adj``."""
-        raise NotImplementedError
+        adj.point(f)
+        f.set("grad_v2dt2", adj.grad_v2dt2)
 
     def _swap_adjoint(self, adj: Any) -> None:
         """Swap ``adj``'s buffers as an odd number of adjoint steps did."""
-        raise NotImplementedError
+        adj.swap()
 
     def _reconstruction(self, f: _Fields, adj: Any, band_w: Any, band_u_offset: Any,
                         replay_w: Any) -> bool:  # fmt: skip
@@ -708,7 +732,7 @@ class CompiledStepper:
 
     def _watched(self, state: Any) -> Any:
         """Return the field of a forward or adjoint state that debug mode checks for NaN/Inf."""
-        raise NotImplementedError
+        return state.lam if isinstance(state, AdjState) else state.u
 
 
 class CompiledAcoustic(CompiledStepper):
@@ -744,18 +768,6 @@ class CompiledAcoustic(CompiledStepper):
     def band_shape(self) -> tuple[int, ...]:
         """Shape of one step's boundary save (u or W of the band, every shot)."""
         return (self.geom.n_shots, len(self.geom.band_idx))
-
-    @property
-    def state_bytes(self) -> int:
-        """Bytes of one checkpoint (u^{t-1}, u^t and the CPML strips of psi and zeta)."""
-        g = self.geom
-        cells = 2 * g.kernel_shot_stride + 2 * self._strip_cells  # psi and zeta on the strips
-        return g.n_shots * cells * self.dtype.itemsize
-
-    @property
-    def live_state_bytes(self) -> int:
-        """Bytes of one :class:`FwdState`: u^{t-1}, u^t, two psi and one zeta per axis."""
-        return (2 + 3 * self.geom.ndim) * self.field_bytes
 
     @property
     def model_gradient_bytes(self) -> int:
@@ -802,14 +814,6 @@ class CompiledAcoustic(CompiledStepper):
         """v^2 dt^2 on the padded grid in the kernels' row layout (see :meth:`field`)."""
         return self.copy_field(v2dt2, _V2DT2_SLOT)
 
-    def new_state(self) -> FwdState:
-        """Return zeroed forward wavefields (step 0)."""
-        return FwdState(self)
-
-    def new_adjoint(self, *, model: bool, source: bool) -> AdjState:
-        """Return zeroed adjoint wavefields and the gradient accumulators asked for."""
-        return AdjState(self, model=model, source=source)
-
     def start_reconstruction(self, adj: AdjState, final: FwdState) -> None:
         """Run the forward wavefield backwards alongside ``adj``, from u^{nt} and u^{nt-1}."""
         adj.recon_next = self.copy_field(final.u, _RECON_SLOT)  # u^{nt}
@@ -855,20 +859,6 @@ class CompiledAcoustic(CompiledStepper):
     def _set_coefficients(self, f: _Fields, coeffs: Any, *, adjoint: bool) -> None:
         f.set("v2dt2", coeffs)
 
-    def _forward_state(self, f: _Fields, state: FwdState) -> None:
-        state.point(f)
-
-    def _swap_forward(self, state: FwdState, n: int) -> None:
-        if n % 2:
-            state.swap()
-
-    def _adjoint_state(self, f: _Fields, adj: AdjState) -> None:
-        adj.point(f)
-        f.set("grad_v2dt2", adj.grad_v2dt2)
-
-    def _swap_adjoint(self, adj: AdjState) -> None:
-        adj.swap()
-
     def _reconstruction(self, f: _Fields, adj: AdjState, band_w: Any, band_u_offset: Any,
                         replay_w: Any) -> bool:  # fmt: skip
         if adj.recon is None:
@@ -880,6 +870,3 @@ class CompiledAcoustic(CompiledStepper):
         arr, offset = band_u_offset if band_u_offset is not None else (None, 0)
         f.set("band_u", arr, offset=offset)
         return True
-
-    def _watched(self, state: FwdState | AdjState) -> Any:
-        return state.lam if isinstance(state, AdjState) else state.u

@@ -1,11 +1,11 @@
 """CUDA launcher: compiles ``cuda/*.cu`` with CuPy (NVRTC) and runs time steps.
 
 It exposes the same ``<equation>_run`` entry points as the CPU binding
-(``sweep._C``: ``acoustic_run``, ``lsrtm_run``), taking the same parameter and
-pointer records, so the driver in ``sweep._compiled`` is shared.  Kernels are
-compiled once per (equation, ndim, order, dtype, device, options) from a
-preamble that defines the specialisation macros and the FD coefficients
-rendered by ``sweep._fd``.
+(``sweep._C``: ``acoustic_run``, ``lsrtm_run``, ``vrz_run``), taking the same
+parameter and pointer records, so the driver in ``sweep._compiled`` is shared.
+Kernels (``cuda/<equation>.cu``) are compiled once per (equation, ndim, order,
+dtype, device, options) from a preamble that defines the specialisation
+macros and the FD coefficients rendered by ``sweep._fd``.
 
 Run-time settings (``sweep.config``) that reach the kernels: ``fast_math``
 (``--use_fast_math``), ``debug`` (``SWEEP_DEBUG``: index bounds checks in the
@@ -35,7 +35,7 @@ _BLOCK = (32, 8, 1)
 # The equations with CUDA kernels (cuda/<equation>.cu), and the wavefields of
 # each: the suffixes of their fields' names in the pointer record (u{s},
 # u{s}_prev, psi{s}, psi{s}_new, zeta{s}, zeta{s}_new).
-WAVES = {"acoustic": ("",), "lsrtm": ("0", "1")}
+WAVES = {"acoustic": ("",), "lsrtm": ("0", "1"), "vrz": ("",)}
 
 
 def source_dir() -> Path:
@@ -112,7 +112,10 @@ def _module(
     settings: tuple[bool, bool, bool, str],
     equation: str = "acoustic",
 ) -> Any:
-    """Compile one specialisation (``settings``: :func:`kernel_settings`), once per process."""
+    """Compile one specialisation of ``cuda/<equation>.cu``, once per process.
+
+    ``settings``: :func:`kernel_settings`.
+    """
     import cupy
 
     fast_math, debug, cache, folder = settings
@@ -227,6 +230,21 @@ def lsrtm_run(
     _run("lsrtm", ndim, order, is_double, adjoint, params, fields, t, n_steps)
 
 
+def vrz_run(
+    ndim: int,
+    order: int,
+    is_double: bool,
+    adjoint: bool,
+    params: np.ndarray,
+    fields: np.ndarray,
+    t: int,
+    n_steps: int,
+    n_threads: int = 0,
+) -> None:
+    """Run VRZ steps as :func:`acoustic_run` does acoustic ones."""
+    _run("vrz", ndim, order, is_double, adjoint, params, fields, t, n_steps)
+
+
 def run_steps(
     mod: Any,
     equation: str,
@@ -241,6 +259,7 @@ def run_steps(
     """Launch the kernels of ``<equation>_run`` through ``mod.get_function``.
 
     ``mod`` is a CuPy RawModule, or the tests' host build of the same sources.
+    Boundary saving's kernels are looked up only when the fields ask for it.
     """
     p = params.astype(ACOUSTIC_PARAMS)
     f = fields.copy()

@@ -54,12 +54,7 @@ class EagerBase:
         self.c1 = [float(c) for c in _fd.first_derivative(g.order)]
         self.c2 = [float(c) for c in _fd.second_derivative(g.order)]
         self.maps = [self._asarray(g.axis_map(d), xp.int64) for d in range(nd)]
-        live = np.ones(g.padded_shape)
-        for d in range(nd):
-            shape = [1] * nd
-            shape[d] = -1
-            live = live * g.axis_live(d).reshape(shape)
-        self.live = self._asarray(live[None])
+        self.live = self._asarray(g.live()[None])
         self.pml = []
         for d in range(nd):
             shape = [1] * (nd + 1)

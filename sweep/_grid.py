@@ -143,6 +143,12 @@ class Geometry:
         n_pad = self.padded_shape[d]
         return np.clip(np.arange(n_pad) - self.lo(d), 0, self.model_shape[d] - 1)
 
+    def mirrored_axis_map(self, d: int) -> np.ndarray:
+        """:meth:`axis_map` with free-surface ghosts copying their mirror cells (even mirror)."""
+        idx = self.axis_map(d)
+        mirror, ghost = self.ghost_mirror(d)
+        return np.where(ghost, idx[mirror], idx)
+
     def axis_live(self, d: int) -> np.ndarray:
         """Return a mask: True where the wavefield along axis ``d`` is updated."""
         h, n_pad = self.halo, self.padded_shape[d]
@@ -377,12 +383,22 @@ class Geometry:
                 out[tuple(sl)] = out[tuple(src)]
         return xp.ascontiguousarray(out)
 
-    def pad(self, v: np.ndarray) -> np.ndarray:
-        """Extend model values onto the padded grid by repeating edge values."""
+    def pad(self, v: np.ndarray, *, mirrored: bool = False) -> np.ndarray:
+        """Extend model values onto the padded grid by repeating edge values.
+
+        ``mirrored``: free-surface ghosts take their mirror cells' values
+        (:meth:`mirrored_axis_map`) instead of the edge's.
+        """
         xp = _array_module(v)
-        return v[
-            tuple(xp.asarray(i) for i in np.ix_(*[self.axis_map(d) for d in range(self.ndim)]))
-        ]
+        axis_map = self.mirrored_axis_map if mirrored else self.axis_map
+        return v[tuple(xp.asarray(i) for i in np.ix_(*[axis_map(d) for d in range(self.ndim)]))]
+
+    def live(self) -> np.ndarray:
+        """Return 1.0 where the wavefield is updated and 0.0 elsewhere, on the padded grid."""
+        out = np.ones(self.padded_shape)
+        for d in range(self.ndim):
+            out = out * self.axis_live(d).reshape(_axis_shape(self.ndim, d))
+        return out
 
 
 def _along(x: object, axis: int, a: int, b: int) -> object:

@@ -124,3 +124,41 @@ LSRTM_FIELDS = np.dtype(
     ],
     align=True,
 )
+
+
+# The VRZ kernels' arrays (sweep_vrz_fields): K = kappa_dt2 and the buoyancy
+# B, their gradients, and acoustic's other members without the
+# reconstruction's (no boundary saving).
+VRZ_FIELDS = np.dtype(
+    [
+        ("kappa_dt2", _P),
+        ("buoyancy", _P),
+        ("u_prev", _P),
+        ("u", _P),
+        ("psi", _P, (3,)),
+        ("psi_new", _P, (3,)),
+        ("zeta", _P, (3,)),
+        ("zeta_new", _P, (3,)),
+        ("pml_a", _P, (3,)),
+        ("pml_b", _P, (3,)),
+        ("src_amp", _P),
+        ("src_idx", _P),
+        ("rec", _P),
+        ("rec_idx", _P),
+        ("store", _P),
+        ("grad_kappa_dt2", _P),
+        ("grad_buoyancy", _P),
+        ("grad_src", _P),
+        ("band_idx", _P),
+        ("band_row", _P),
+        ("band_u", _P),
+        ("band_w", _P),
+        ("replay_w", _P),
+        ("outer_idx", _P),
+        ("outer_row", _P),
+        ("cpml_pos", _P),
+        ("rec_groups", _P),
+        ("rec_order", _P),
+    ],
+    align=True,
+)

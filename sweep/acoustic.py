@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _callbacks, _memory
+from . import _memory
 from . import _validate as val
+from ._api import check_cotangent, compiled_forward, compiled_pullback
 from ._callbacks import Callbacks, CallbackState
 from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
@@ -19,7 +20,6 @@ from ._grid import Geometry
 from ._impl import binding_error, binding_fix
 from ._setup import prepare, velocity_speeds
 from ._xp import (
-    from_kernel_array,
     is_cupy_array,
     is_jax_array,
     is_numpy_array,
@@ -166,66 +166,14 @@ def _run(call: _Call, *, gradient: bool) -> tuple[AcousticResult, Any]:
     engine = CompiledAcoustic(geom, xp, v_k.dtype, call.n_threads)
     amp_k = None if call.amp is None else engine.kernel_input(call.amp, name="source_amplitudes")
     v2dt2 = engine.kernel_v2dt2(geom.pad_v2dt2(v_k))
-    plan = _memory.plan(engine, call.memory) if gradient else None
-    stepper = _callbacks.wrap(engine, call.callbacks, forward=_on_forward(call, engine))
-    receivers, final, tape = _memory.forward(
-        stepper, v2dt2, amp_k, plan, call.progress, _restart(call, engine)
-    )
-
-    def back(x: Any) -> Any:
-        return from_kernel_array(x, call.v)
-
-    state = {
-        "u_prev": back(final.u_prev),
-        "u": back(final.u),
-        "psi": [back(final.psi[ax][0]) for ax in engine.axes],
-        "zeta": [back(final.zeta[ax]) for ax in engine.axes],
-    }
-    result = _result(call, back(receivers), state)
+    memory = call.memory if gradient else None
+    receivers, state, plan, tape = compiled_forward(
+        engine, v2dt2, amp_k, memory, call.progress, call.v,
+        callbacks=call.callbacks, models={"v": call.v}, initial_state=call.initial_state,
+    )  # fmt: skip
+    result = _result(call, receivers, state)
     result.memory_plan = plan
     return result, (engine, tape, v_k)
-
-
-def _restart(call: _Call, engine: CompiledAcoustic) -> Any:
-    """Return a function filling the compiled state of step 0 from ``initial_state``, or None."""
-    given = call.initial_state
-    if given is None:
-        return None
-
-    def fill(state: Any) -> None:
-        state.set_from(given, lambda x: engine.kernel_input(x, name="initial_state"))
-
-    return fill
-
-
-def _on_forward(call: _Call, engine: CompiledAcoustic) -> Any:
-    """Return the compiled forward pass's callback event, or None."""
-
-    def fields(state: Any) -> dict[str, Any]:
-        return {"u": from_kernel_array(state.u, call.v),
-                "u_prev": from_kernel_array(state.u_prev, call.v)}  # fmt: skip
-
-    return _callbacks.forward_event(call.callbacks, call.geom, {"v": call.v}, fields)
-
-
-def _on_backward(call: _Call, engine: CompiledAcoustic, tape: Any, v_k: Any) -> Any:
-    """Return the compiled adjoint pass's callback event, or None.
-
-    Its wavefields are the kernels' adjoint variable mu = v^2 dt^2 lambda at
-    steps t + 1 (``adjoint``) and t + 2 (``adjoint_prev``).
-    """
-
-    def fields(adj: Any) -> dict[str, Any]:
-        return {"adjoint": from_kernel_array(adj.lam, call.v),
-                "adjoint_prev": from_kernel_array(adj.lam_prev, call.v)}  # fmt: skip
-
-    def gradient(adj: Any) -> dict[str, Any]:
-        if adj.grad_v2dt2 is None:
-            return {}
-        padded = engine.finish_gradient(adj, tape.coeffs) * tape.plan.interval
-        return {"v": from_kernel_array(model_gradient(call.geom, padded, v_k), call.v)}
-
-    return _callbacks.backward_event(call.callbacks, call.geom, {"v": call.v}, fields, gradient)
 
 
 def acoustic(
@@ -369,29 +317,15 @@ def _acoustic_vjp(
     if call.impl == "eager":
         return _eager_vjp(call)
     result, (engine, tape, v_k) = _run(call, gradient=True)
-    geom = call.geom
-    # The pullback must not hold the result: adapters return result.receivers as
-    # their output, whose autograd node holds the pullback (a reference cycle
-    # that kept the stored wavefield alive until a cyclic garbage collection).
-    expected = _Expected(tuple(result.receivers.shape), val.dtype_name(result.receivers))
 
-    def pullback(d_receivers: Any) -> dict[str, Any]:
-        _check_cotangent(d_receivers, expected)
-        d_k = engine.kernel_input(d_receivers, name="the receiver cotangent")
-        stepper = _callbacks.wrap(
-            engine, call.callbacks, backward=_on_backward(call, engine, tape, v_k)
-        )
-        g_v2dt2, g_src = _memory.backward(
-            stepper, tape, d_k, model=True, source=amp is not None, progress=call.progress
-        )
-        grads = {}
-        if g_v2dt2 is not None:
-            grads["v"] = from_kernel_array(model_gradient(geom, g_v2dt2, v_k), v)
-        if amp is not None:
-            grads["source_amplitudes"] = from_kernel_array(g_src, v)
-        return grads
+    def gradients(g_v2dt2: Any) -> dict[str, Any]:
+        return {"v": model_gradient(call.geom, g_v2dt2, v_k)}
 
-    pullback.release = tape.close  # type: ignore[attr-defined]
+    pullback = compiled_pullback(
+        engine, tape, result.receivers, gradients,
+        source=amp is not None, progress=call.progress, like=v,
+        callbacks=call.callbacks, models={"v": call.v},
+    )  # fmt: skip
     return result, pullback
 
 
@@ -438,22 +372,9 @@ def estimate_memory(
     return estimate
 
 
-@dataclass(frozen=True)
-class _Expected:
-    shape: tuple[int, ...]
-    dtype: str
-
-
 def _check_cotangent(d: Any, receivers: Any) -> None:
-    """Check a receiver cotangent against the receivers (or their _Expected shape/dtype)."""
-    shape = receivers.shape if isinstance(receivers, _Expected) else tuple(receivers.shape)
-    dtype = receivers.dtype if isinstance(receivers, _Expected) else val.dtype_name(receivers)
-    if tuple(d.shape) != shape:
-        raise ValueError(
-            f"the receiver cotangent must have the receivers' shape {shape}, got {tuple(d.shape)}"
-        )
-    if val.dtype_name(d) != dtype:
-        raise TypeError(f"the receiver cotangent has dtype {val.dtype_name(d)}, expected {dtype}")
+    """Check a receiver cotangent against the receivers' shape and dtype."""
+    check_cotangent(d, tuple(receivers.shape), val.dtype_name(receivers))
 
 
 def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, Any]]]:

@@ -22,6 +22,8 @@ cdef extern from "sweep_common.h":
         pass
     ctypedef struct sweep_lsrtm_fields:
         pass
+    ctypedef struct sweep_vrz_fields:
+        pass
 
 
 cdef extern from "acoustic_cpu.h" nogil:
@@ -36,6 +38,10 @@ cdef extern from "lsrtm_cpu.h" nogil:
     int sweep_lsrtm_run(int ndim, int order, int is_double, int adjoint,
                         const sweep_acoustic_params *p, const sweep_lsrtm_fields *f,
                         sweep_int t, sweep_int n_steps, int n_threads)
+cdef extern from "vrz_cpu.h" nogil:
+    int sweep_vrz_run(int ndim, int order, int is_double, int adjoint,
+                      const sweep_acoustic_params *p, const sweep_vrz_fields *f,
+                      sweep_int t, sweep_int n_steps, int n_threads)
 
 
 cdef extern from "bf16_cpu.h" nogil:
@@ -75,11 +81,16 @@ def struct_layout():
                "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2",
                "grad_dv2dt2", "grad_src", "band_idx", "band_row", "band_u", "band_w", "replay_w",
                "outer_idx", "outer_row", "cpml_pos", "rec_groups", "rec_order"]
+    names_vrz = ["kappa_dt2", "buoyancy", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new",
+                 "pml_a", "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store",
+                 "grad_kappa_dt2", "grad_buoyancy", "grad_src", "band_idx", "band_row", "band_u",
+                 "band_w", "replay_w", "outer_idx", "outer_row", "cpml_pos", "rec_groups",
+                 "rec_order"]
     values = [buf[i] for i in range(n)]
     k = 0
     out = {}
     for struct, names in (("acoustic_params", names_p), ("acoustic_fields", names_f),
-                          ("lsrtm_fields", names_l)):
+                          ("lsrtm_fields", names_l), ("vrz_fields", names_vrz)):
         size = values[k]
         k += 1
         offsets = {}
@@ -239,6 +250,25 @@ def lsrtm_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
     cdef int rc
     with nogil:
         rc = sweep_lsrtm_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
+    if rc != 0:
+        raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
+
+
+def vrz_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
+            sweep_int t, sweep_int n_steps, int n_threads=0):
+    """Run ``n_steps`` steps of the VRZ kernels (records as :func:`acoustic_run`'s,
+    ``fields`` of ``sweep._params.VRZ_FIELDS``)."""
+    cdef sweep_acoustic_params p
+    cdef sweep_vrz_fields f
+    cdef const unsigned char[::1] pb
+    cdef const unsigned char[::1] fb
+    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
+                            sizeof(sweep_vrz_fields))
+    memcpy(&p, &pb[0], sizeof(p))
+    memcpy(&f, &fb[0], sizeof(f))
+    cdef int rc
+    with nogil:
+        rc = sweep_vrz_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
     if rc != 0:
         raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
 

@@ -6,7 +6,6 @@
 #include <omp.h>
 #endif
 
-#include "sweep_common.h"
 #include "acoustic_cpu.h"
 #include "cpu_dispatch.h"
 

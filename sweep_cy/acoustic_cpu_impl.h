@@ -22,6 +22,7 @@
 #define SWEEP_STENCIL_KEEP_MACROS
 #include "acoustic_stencil.h"
 #include "cpu_rows.h"
+#include "cpu_wave_state.h"
 #include "acoustic_cpu_vec.h"
 #include "acoustic_cpu_scalar.h"
 
@@ -143,14 +144,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_full_row)(
  * and the reconstruction, fo elements on. */
 static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
     const sweep_acoustic_fields *f, sweep_int fo, sweep_acoustic_fields *g) {
-  g->u_prev = SWEEP_OFF(f->u_prev, fo);
-  g->u = SWEEP_OFF(f->u, fo);
-  for (int d = 0; d < 3; ++d) {
-    g->psi[d] = SWEEP_OFF(f->psi[d], fo);
-    g->psi_new[d] = SWEEP_OFF(f->psi_new[d], fo);
-    g->zeta[d] = SWEEP_OFF(f->zeta[d], fo);
-    g->zeta_new[d] = SWEEP_OFF(f->zeta_new[d], fo);
-  }
+  SWEEP_WAVE_SHIFT_SHOTS(f, fo, g);
   g->grad_v2dt2 = SWEEP_OFF(f->grad_v2dt2, fo);
   g->recon_u = SWEEP_OFF(f->recon_u, fo);
   g->recon_u_next = SWEEP_OFF(f->recon_u_next, fo);
@@ -167,18 +161,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
 
 /* Forward: u, u_prev and psi_all, psi_new_all (all shots) swap every step;
  * zeta does not rotate. */
-#define SWEEP_EQ_FWD_STATE(f)                                         \
-  SWEEP_R *u_prev = (SWEEP_R *)(f)->u_prev, *u = (SWEEP_R *)(f)->u;  \
-  void *psi_all[3], *psi_new_all[3];                                 \
-  for (int d = 0; d < 3; ++d) {                                      \
-    psi_all[d] = (f)->psi[d];                                        \
-    psi_new_all[d] = (f)->psi_new[d];                                \
-  }
-#define SWEEP_EQ_FWD_SHOT(f, off)                  \
-  SWEEP_R *psi[3], *psi_new[3], *zeta[3];          \
-  SWEEP_FN(shot_axes)(psi_all, off, psi);          \
-  SWEEP_FN(shot_axes)(psi_new_all, off, psi_new);  \
-  SWEEP_FN(shot_axes)((f)->zeta, off, zeta)
+#define SWEEP_EQ_FWD_STATE(f) SWEEP_WAVE_FWD_STATE(f)
+#define SWEEP_EQ_FWD_SHOT(f, off) SWEEP_WAVE_FWD_SHOT(f, off)
 #define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y)                                            \
   SWEEP_FN(fwd_full_row)(p, v2dt2, u + (off), u_prev + (off), psi, psi_new, zeta, pa, pb, wr, \
                          z, y)
@@ -190,27 +174,11 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
 #define SWEEP_EQ_FWD_SOURCE(i, j, a) (u_prev[i] -= v2dt2[j] * (a))
 /* The free surface mirrors u^{t+1}. */
 #define SWEEP_EQ_FWD_GHOSTS(p) SWEEP_FN(fill_ghosts)(p, u_prev)
-#define SWEEP_EQ_FWD_ROTATE()        \
-  do {                               \
-    SWEEP_R *tmp = u_prev;           \
-    u_prev = u;                      \
-    u = tmp;                         \
-    for (int d = 0; d < 3; ++d) {    \
-      void *tp = psi_all[d];         \
-      psi_all[d] = psi_new_all[d];   \
-      psi_new_all[d] = tp;           \
-    }                                \
-  } while (0)
-/* Blocked forward: after an odd number of steps since the first, u is in
- * u_prev and psi in psi_new. */
-#define SWEEP_EQ_BLOCK_STATE(f, odd, off)                                     \
-  const SWEEP_R *v2dt2 = (const SWEEP_R *)(f)->v2dt2;                        \
-  SWEEP_R *u = (SWEEP_R *)((odd) ? (f)->u_prev : (f)->u) + (off);            \
-  SWEEP_R *u_prev = (SWEEP_R *)((odd) ? (f)->u : (f)->u_prev) + (off);       \
-  SWEEP_R *psi[3], *psi_new[3], *zeta[3];                                    \
-  SWEEP_FN(shot_axes)((odd) ? (f)->psi_new : (f)->psi, off, psi);            \
-  SWEEP_FN(shot_axes)((odd) ? (f)->psi : (f)->psi_new, off, psi_new);        \
-  SWEEP_FN(shot_axes)((f)->zeta, off, zeta)
+#define SWEEP_EQ_FWD_ROTATE() SWEEP_WAVE_FWD_ROTATE()
+/* Blocked forward: the model and the state of one shot. */
+#define SWEEP_EQ_BLOCK_STATE(f, odd, off) \
+  SWEEP_EQ_MODEL(f);                      \
+  SWEEP_WAVE_BLOCK_STATE(f, odd, off)
 /* Boundary saving: the band keeps u^t; the CPML replay loads it back. */
 #define SWEEP_EQ_FWD_SAVED(off) (u + (off))
 #define SWEEP_EQ_FWD_LOAD_BAND(i, v) (u[i] = (v))
@@ -221,21 +189,11 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
 #define SWEEP_EQ_ADJ_STATE(f)                                                         \
   SWEEP_R *mu_prev = (SWEEP_R *)(f)->u_prev, *mu = (SWEEP_R *)(f)->u;                \
   SWEEP_R *ru_next = (SWEEP_R *)(f)->recon_u_next, *ru = (SWEEP_R *)(f)->recon_u;    \
-  void *P_all[3], *Pn_all[3], *Z_all[3], *Zn_all[3];                                 \
-  for (int d = 0; d < 3; ++d) {                                                      \
-    P_all[d] = (f)->psi[d];                                                          \
-    Pn_all[d] = (f)->psi_new[d];                                                     \
-    Z_all[d] = (f)->zeta[d];                                                         \
-    Zn_all[d] = (f)->zeta_new[d];                                                    \
-  }                                                                                  \
+  SWEEP_WAVE_ADJ_AXES(f)                                                             \
   SWEEP_R *grad_all = (SWEEP_R *)(f)->grad_v2dt2
 #define SWEEP_EQ_ADJ_GRAD grad_all
 #define SWEEP_EQ_ADJ_SHOT(f, off)                 \
-  SWEEP_R *P[3], *Pn[3], *Z[3], *Zn[3];           \
-  SWEEP_FN(shot_axes)(P_all, off, P);             \
-  SWEEP_FN(shot_axes)(Pn_all, off, Pn);           \
-  SWEEP_FN(shot_axes)(Z_all, off, Z);             \
-  SWEEP_FN(shot_axes)(Zn_all, off, Zn);           \
+  SWEEP_WAVE_ADJ_SHOT(f, off);                    \
   const SWEEP_R *mu_s = mu + (off);               \
   SWEEP_R *grad = grad_all ? grad_all + (off) : NULL
 #define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y) \
@@ -247,7 +205,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
  * terms read mu^{t+1}. */
 #define SWEEP_EQ_ADJ_RESIDUAL(i, j, r) (mu_prev[i] += v2dt2[j] * (r))
 #define SWEEP_EQ_ADJ_SOURCE_GRAD(i, j) (-mu[i])
-#define SWEEP_EQ_ADJ_SOURCE_TERM(i, a) (grad_all[i] -= (a) * mu[i])
+#define SWEEP_EQ_ADJ_SOURCE_TERM(i, j, a) (grad_all[i] -= (a) * mu[i])
 #define SWEEP_EQ_ADJ_GHOSTS(p, recon)                 \
   do {                                                \
     SWEEP_FN(fill_ghosts)(p, mu_prev);                \
@@ -261,14 +219,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
     tmp = ru_next;                   \
     ru_next = ru;                    \
     ru = tmp;                        \
-    for (int d = 0; d < 3; ++d) {    \
-      void *tp = P_all[d];           \
-      P_all[d] = Pn_all[d];          \
-      Pn_all[d] = tp;                \
-      tp = Z_all[d];                 \
-      Z_all[d] = Zn_all[d];          \
-      Zn_all[d] = tp;                \
-    }                                \
+    SWEEP_WAVE_ADJ_SWAP_AXES()       \
   } while (0)
 
 /* Boundary saving: u runs backwards in ru / ru_next (u^{t+1} in ru_next

@@ -63,6 +63,11 @@
  *   SWEEP_EQ_SNAP_VALUES  values per cell of a gradient snapshot (default 1;
  *                     see SWEEP_SNAP_STRIDE and SWEEP_WR_PITCH below).
  *                     Boundary saving (band_w, replay_w) keeps one.
+ *   SWEEP_EQ_PAIRED_CORRELATION  1 (default): the adjoint may defer a step's
+ *                     correlation to the next step (see the backward
+ *                     driver); 0: every step correlates its own snapshots
+ *                     (held is NULL and skip 0), for an equation whose
+ *                     gradient at a row reads the state of neighbour rows.
  *   SWEEP_EQ_BLOCKING 1: forward steps that store nothing may be blocked in
  *                     time (cpu_blocking.h).  Only for one leapfrog stage per
  *                     step, of reach SWEEP_H, that writes step n + 1 over the
@@ -121,7 +126,7 @@
  *   SWEEP_EQ_ADJ_RESIDUAL(i, j, r)  adds the residual r of a receiver.
  *   SWEEP_EQ_ADJ_SOURCE_GRAD(i, j)  the gradient of a source amplitude (j: the
  *                              cell in one shot's grid, for the model arrays).
- *   SWEEP_EQ_ADJ_SOURCE_TERM(i, a)  the model gradient's term of a source of
+ *   SWEEP_EQ_ADJ_SOURCE_TERM(i, j, a)  the model gradient's term of a source of
  *                              amplitude a (sampled like the snapshots).
  *
  * Boundary saving (an equation without it: SWEEP_EQ_RECON(f) 0, the others
@@ -142,25 +147,26 @@
  *   SWEEP_EQ_RECON_LOAD_BAND(i, v)  the saved band value v into the
  *                              reconstructed state.
  *
- * The next equations, in these terms.  VRZ (variable density): the acoustic
- * hooks nearly as they are, B added to SWEEP_EQ_MODEL and its rows reading
- * it; its snapshot value per cell must still be one (or the store grows a
- * second one).  Born (LSRTM) is lsrtm_cpu_impl.h: both fields in the state
- * declarations and the rotations, the rows updating both, two snapshot
- * values, SWEEP_EQ_FWD_RECORD reading u1 and SWEEP_EQ_FWD_RECORD_EXTRA the
- * background u0.  Elastic, Maxwell: the second half step of a row
+ * The next equations, in these terms.  VRZ (variable density,
+ * vrz_cpu_impl.h): the acoustic state hooks, K and B in SWEEP_EQ_MODEL, 2 +
+ * ndim snapshot values per cell, and a gradient that reads neighbour rows
+ * (SWEEP_EQ_PAIRED_CORRELATION 0).  Born (LSRTM) is lsrtm_cpu_impl.h: both
+ * fields in the state declarations and the rotations, the rows updating both,
+ * two snapshot values, SWEEP_EQ_FWD_RECORD reading u1 and
+ * SWEEP_EQ_FWD_RECORD_EXTRA the background u0.  Elastic, Maxwell: the second
+ * half step of a row
  * reads neighbour rows of the first, so the two cannot share one row hook;
  * the skeleton's row loop needs a phase loop around it (a barrier between
  * phases) first, and they set SWEEP_EQ_BLOCKING 0.
  *
  * What the skeleton still assumes of every equation: one CPML mask per x
  * segment and the plain / CPML split of the acoustic grid (plain_lo/hi), one
- * snapshot value per cell (store, band_w, replay_w) and one saved state value
- * per band cell (band_u), receivers and sources at single cells, the snapshot
- * pairing of a leapfrog adjoint (step t's adjoint state still readable at
- * step t - 1, see the backward driver), one stage per step (the rows of a
- * step run in one work-shared loop), and the one-stage leapfrog of
- * cpu_blocking.h where SWEEP_EQ_BLOCKING is 1.
+ * snapshot value per cell in boundary saving (band_w, replay_w) and one saved
+ * state value per band cell (band_u), receivers and sources at single cells,
+ * with pairing the snapshot pairing of a leapfrog adjoint (step t's adjoint
+ * state still readable at step t - 1, see the backward driver), one stage
+ * per step (the rows of a step run in one work-shared loop), and the
+ * one-stage leapfrog of cpu_blocking.h where SWEEP_EQ_BLOCKING is 1.
  */
 
 /* Snapshot values per cell and step (SWEEP_EQ_SNAP_VALUES, default 1): one
@@ -169,6 +175,9 @@
  * row hook writes value v of cell x to wr[x + v * SWEEP_WR_PITCH(p)]. */
 #ifndef SWEEP_EQ_SNAP_VALUES
 #define SWEEP_EQ_SNAP_VALUES 1
+#endif
+#ifndef SWEEP_EQ_PAIRED_CORRELATION
+#define SWEEP_EQ_PAIRED_CORRELATION 1
 #endif
 #define SWEEP_SNAP_STRIDE(p) ((p)->slot_shots * SWEEP_FN(store_cells)(p))
 #define SWEEP_WR_PITCH(p) ((p)->shape[2])
@@ -540,8 +549,9 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
    */
   const sweep_int rows_per_shot = p->shape[0] * p->shape[1];
   int pairing = 0; /* set by source_rows: 1 unless its flags got no memory */
-  unsigned char *src_rows =
-      f->store && SWEEP_EQ_GRAD(f) && !recon ? SWEEP_FN(source_rows)(p, f, &pairing) : NULL;
+  unsigned char *src_rows = SWEEP_EQ_PAIRED_CORRELATION && f->store && SWEEP_EQ_GRAD(f) && !recon
+                               ? SWEEP_FN(source_rows)(p, f, &pairing)
+                               : NULL;
   const sweep_int n_s2 = p->store_hi[2] - slo2;
 #pragma omp parallel num_threads(n_threads)
   {
@@ -597,7 +607,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
           /* With sampling (store_every k > 1) the caller scales the gradient by k,
            * so the source term is sampled like the snapshots. */
           if (SWEEP_EQ_ADJ_GRAD && f->src_amp && t % p->store_every == 0)
-            SWEEP_EQ_ADJ_SOURCE_TERM(off + j, ((const SWEEP_R *)f->src_amp)[a]);
+            SWEEP_EQ_ADJ_SOURCE_TERM(off + j, j, ((const SWEEP_R *)f->src_amp)[a]);
         }
         if (f->rec) {
           const SWEEP_R *res = (const SWEEP_R *)f->rec;

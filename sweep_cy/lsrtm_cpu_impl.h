@@ -315,10 +315,10 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
  * read mu^{t+1}: dL/df = -(mu0 + R mu1) = -G0. */
 #define SWEEP_EQ_ADJ_RESIDUAL(i, j, r) (mu1_prev[i] += v2dt2[j] * (r))
 #define SWEEP_EQ_ADJ_SOURCE_GRAD(i, j) (-SWEEP_FMA(ratio[j], mu1[i], mu0[i]))
-#define SWEEP_EQ_ADJ_SOURCE_TERM(i, a) \
-  do {                                 \
-    grad_k_all[i] -= (a) * mu0[i];     \
-    grad_dk_all[i] -= (a) * mu1[i];    \
+#define SWEEP_EQ_ADJ_SOURCE_TERM(i, j, a) \
+  do {                                    \
+    grad_k_all[i] -= (a) * mu0[i];        \
+    grad_dk_all[i] -= (a) * mu1[i];       \
   } while (0)
 #define SWEEP_EQ_ADJ_GHOSTS(p, recon)         \
   do {                                        \

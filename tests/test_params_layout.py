@@ -2,7 +2,7 @@
 
 import pytest
 
-from sweep._params import ACOUSTIC_FIELDS, ACOUSTIC_PARAMS, LSRTM_FIELDS
+from sweep._params import ACOUSTIC_FIELDS, ACOUSTIC_PARAMS, LSRTM_FIELDS, VRZ_FIELDS
 
 _C = pytest.importorskip("sweep._C")
 
@@ -13,6 +13,7 @@ _C = pytest.importorskip("sweep._C")
         ("acoustic_params", ACOUSTIC_PARAMS),
         ("acoustic_fields", ACOUSTIC_FIELDS),
         ("lsrtm_fields", LSRTM_FIELDS),
+        ("vrz_fields", VRZ_FIELDS),
     ],
 )
 def test_struct_layout_matches(struct, dtype):

@@ -1,20 +1,73 @@
-"""sweep.vrz against sweep.acoustic and against the physics of a density contrast."""
+"""sweep.vrz: compiled against eager and sweep.acoustic, memory strategies, physics."""
 
 import numpy as np
 import pytest
 
 import sweep
+from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
 from sweep.testing import random_problem, ricker
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sweep._C")
+
+# Free surfaces on some faces, CPML on the others.
+FREE = {2: (True, False, False, True), 3: (True, False, False, False, False, True)}
+
+
+def _problem(ndim, dtype=np.float64, **kw):
+    problem = random_problem(ndim, dtype, equation="vrz", nt=40, **kw)
+    return problem.pop("vp"), problem.pop("z"), problem
+
+
+def _gradients(vp, z, problem, impl="c", seed=1, **kw):
+    """Forward result and gradients of <d, receivers> (torch autodiff for impl="eager")."""
+    if impl == "eager":
+        t = {k: torch.from_numpy(x) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x
+             for k, x in problem.items()}  # fmt: skip
+        vp, z = torch.from_numpy(vp), torch.from_numpy(z)
+        out, pullback = sweep.vjp(sweep.vrz, vp, z, **t, impl="eager", **kw)
+    else:
+        out, pullback = sweep.vjp(sweep.vrz, vp, z, **problem, impl=impl, **kw)
+    shape, dtype = tuple(out.receivers.shape), problem["source_amplitudes"].dtype
+    d = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    g = pullback(torch.from_numpy(d) if impl == "eager" else d)
+    return out, {k: np.asarray(x) for k, x in g.items()}
+
+
+def _close(got, want, tol):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=0,
+                               atol=tol * np.abs(np.asarray(want)).max())  # fmt: skip
 
 
 @pytest.mark.parametrize("ndim", [2, 3])
 @pytest.mark.parametrize("accuracy", [2, 4, 6, 8])
-def test_constant_density_is_acoustic(ndim, accuracy):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_matches_eager(ndim, accuracy, dtype):
+    """Receivers, final wavefield and every gradient of impl="c" are the eager reference's.
+
+    Free surfaces and CPML faces, so edge, halo and ghost cells all count.
+    """
+    vp, z, problem = _problem(ndim, dtype, accuracy=accuracy, free_surface=FREE[ndim])
+    out_c, g_c = _gradients(vp, z, problem, "c")
+    out_e, g_e = _gradients(vp, z, problem, "eager")
+    tol = 1e-12 if dtype == np.float64 else 2e-5
+    assert out_c.impl == "c" and out_e.impl == "eager"
+    _close(out_c.receivers, out_e.receivers, tol)
+    _close(out_c.wavefield, out_e.wavefield, tol)
+    for key in ("vp", "z", "source_amplitudes"):
+        assert g_c[key].dtype == dtype
+        _close(g_c[key], g_e[key], tol)
+
+
+@pytest.mark.parametrize("impl", ["c", "eager"])
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("accuracy", [2, 4, 6, 8])
+def test_constant_density_is_acoustic(ndim, accuracy, impl):
     """With z proportional to vp, VRZ is the acoustic equation (CPML and free surface too)."""
     problem = random_problem(ndim, np.float64, accuracy=accuracy, free_surface=True, nt=80)
     v = problem.pop("v")
     want = sweep.acoustic(v, **problem, impl="c")
-    got = sweep.vrz(v, 1700.0 * v, **problem)
+    got = sweep.vrz(v, 1700.0 * v, **problem, impl=impl)
     scale = np.abs(want.receivers).max()
     np.testing.assert_allclose(got.receivers, want.receivers, rtol=0, atol=1e-12 * scale)
     np.testing.assert_allclose(got.wavefield, want.wavefield, rtol=0,
@@ -58,3 +111,93 @@ def test_density_contrast_reflects_with_the_impedance_coefficient():
     for i in range(len(xr)):
         err = np.linalg.norm(reflected[i] - r * image[i]) / np.linalg.norm(r * image[i])
         assert err < 0.015, (angles[i], err)
+
+
+BF16 = {"storage_compression": "bf16"}
+# name: (the plan's strategy, the memory keywords)
+STRATEGIES = {
+    "full-cpu": ("full", {"storage_mode": "cpu"}),
+    "full-disk": ("full", {"storage_mode": "disk"}),
+    "ckpt-chunk": (
+        "ckpt-chunk",
+        {"memory": MemoryOptions(strategy="ckpt", ckpt=CkptOptions(chunks=7))},
+    ),
+    "ckpt-recursive": (
+        "ckpt-recursive",
+        {"memory": MemoryOptions(strategy="ckpt", ckpt=CkptOptions(mode="recursive", count=3))},
+    ),
+}
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("interval", [1, 2])
+def test_memory_strategies_give_full_storages_gradient(ndim, interval, tmp_path, monkeypatch):
+    """Every strategy of a non-reversible stepper: bitwise full storage on the device.
+
+    With a sampling interval, against full storage with the same interval;
+    bf16 snapshots, wherever they are kept, bitwise each other and close to
+    the exact gradient.
+    """
+    monkeypatch.setenv("SWEEP_TMPDIR", str(tmp_path))
+    vp, z, problem = _problem(ndim, accuracy=4, free_surface=FREE[ndim])
+    kw = {"model_gradient_sampling_interval": interval}
+    out0, ref = _gradients(vp, z, problem, storage_mode="device", **kw)
+    assert out0.memory_plan.strategy == "full"
+    assert np.abs(ref["vp"]).max() > 0 and np.abs(ref["z"]).max() > 0
+    for name, (strategy, memory) in STRATEGIES.items():
+        out, got = _gradients(vp, z, problem, **memory, **kw)
+        assert out.memory_plan.strategy == strategy, name
+        assert np.array_equal(out.receivers, out0.receivers), name
+        for key in ("vp", "z", "source_amplitudes"):
+            assert np.array_equal(got[key], ref[key]), (name, key)
+    _, bf16 = _gradients(vp, z, problem, storage_mode="device", **BF16, **kw)
+    _, bf16_disk = _gradients(vp, z, problem, storage_mode="disk", **BF16, **kw)
+    for key in ("vp", "z"):
+        assert np.array_equal(bf16_disk[key], bf16[key]), key
+        _close(bf16[key], ref[key], 1e-2)
+    assert np.array_equal(bf16["source_amplitudes"], ref["source_amplitudes"])
+    if interval > 1:  # every other step, scaled by 2: near the full gradient, not equal to it
+        _, full = _gradients(vp, z, problem)
+        for key in ("vp", "z"):
+            assert not np.array_equal(ref[key], full[key])
+            _close(ref[key], full[key], 0.5)
+    assert not list(tmp_path.iterdir())  # disk stores removed
+
+
+def test_boundary_saving_is_refused():
+    vp, z, problem = _problem(2)
+    boundary = MemoryOptions(strategy="boundary", boundary=BoundaryOptions())
+    with pytest.raises(ValueError, match="the vrz equation's does not") as err:
+        sweep.vjp(sweep.vrz, vp, z, **problem, memory=boundary)
+    assert "checkpointing" in str(err.value)
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_shots_split_between_threads_are_bitwise_one_thread(ndim):
+    """Whole shots per thread (sub-problems) or all threads on every step: the same bits."""
+    vp, z, problem = _problem(ndim, accuracy=8, n_shots=4, free_surface=FREE[ndim])
+    out1, ref = _gradients(vp, z, problem, n_threads=1)
+    for n_threads in (2, 3):
+        out, got = _gradients(vp, z, problem, n_threads=n_threads)
+        assert np.array_equal(out.receivers, out1.receivers)
+        assert np.array_equal(out.wavefield, out1.wavefield)
+        for key in ("vp", "z", "source_amplitudes"):
+            assert np.array_equal(got[key], ref[key]), (key, n_threads)
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_forward_is_bitwise_unblocked(ndim, dtype, monkeypatch):
+    """Temporal blocking of the forward (sweep/_blocking.py) applies to VRZ's leapfrog too."""
+    vp, z, problem = _problem(ndim, dtype, accuracy=8, n_shots=3, n_src=3, n_rec=5)
+
+    def forward(blocking, n_threads):
+        monkeypatch.setenv("SWEEP_TIME_BLOCKING", blocking)
+        out = sweep.vrz(vp, z, **problem, impl="c", n_threads=n_threads)
+        return [out.receivers, out.state["u"], out.state["u_prev"], *out.state["psi"]]
+
+    reference = forward("1,1,1", 1)
+    for blocking in ("2,1,5", "5,1,13", "4,3,7"):
+        for n_threads in (1, 3):
+            for a, b in zip(reference, forward(blocking, n_threads), strict=True):
+                assert np.array_equal(a, b), (blocking, n_threads)

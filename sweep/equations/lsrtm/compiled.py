@@ -107,19 +107,9 @@ class CompiledLSRTM(CompiledStepper):
     writes = _WRITES
     snapshot_values = 2
 
+    waves = 2  # u0 and u1 (state_bytes, live_state_bytes: CompiledStepper's)
+
     # -- facts the memory strategies use --------------------------------------
-    @property
-    def state_bytes(self) -> int:
-        """Bytes of one checkpoint: both fields' u^{t-1}, u^t and CPML strips of psi and zeta."""
-        g = self.geom
-        cells = 2 * g.kernel_shot_stride + 2 * self._strip_cells
-        return 2 * g.n_shots * cells * self.dtype.itemsize
-
-    @property
-    def live_state_bytes(self) -> int:
-        """Bytes of one :class:`BornState`: per field u^{t-1}, u^t, 2 psi and 1 zeta per axis."""
-        return 2 * (2 + 3 * self.geom.ndim) * self.field_bytes
-
     @property
     def model_gradient_bytes(self) -> int:
         """Bytes of the two per-shot gradient accumulators (:class:`BornAdjoint`)."""

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..._eager import EagerBase, _along
 from ..._xp import pad_zeros
 
@@ -35,12 +33,7 @@ class EagerVRZ(EagerBase):
     def _setup(self) -> None:
         super()._setup()
         g = self.geom
-        self.b_maps = []
-        for d in range(g.ndim):
-            idx = g.axis_map(d)
-            mirror, ghost = g.ghost_mirror(d)
-            idx = np.where(ghost, idx[mirror], idx)
-            self.b_maps.append(self._asarray(idx, self.xp.int64))
+        self.b_maps = [self._asarray(g.mirrored_axis_map(d), self.xp.int64) for d in range(g.ndim)]
         self.half_c2 = [0.5 * c for c in self.c2[1:]]
 
     def coefficients(self, vp: Any, z: Any) -> tuple[Any, Any, Any, list]:

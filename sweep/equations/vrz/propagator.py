@@ -9,10 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from ..._api import eager_only_impl, eager_vjp
+from ... import _validate as val
+from ..._api import compiled_forward, compiled_pullback, eager_vjp
 from ..._fd import halo
 from ..._setup import Call, Speeds, prepare
+from ..._xp import is_numpy_array, kernel_array
 from ...acoustic import AcousticResult
+from .compiled import CompiledVRZ, model_gradients
 from .eager import EagerVRZ
 
 __all__ = ["VRZResult", "vrz"]
@@ -29,7 +32,10 @@ class VRZResult(AcousticResult):
     wavefield, previous_wavefield : array, shape (n_shots, *model_shape)
         Pressure at times ``nt * dt`` and ``(nt - 1) * dt`` on the model grid.
     impl : str
-        The implementation that ran (``"eager"``).
+        The implementation that ran, ``"c"`` or ``"eager"``.
+    memory_plan : MemoryPlan or None
+        What a compiled gradient run kept for its adjoint pass (see
+        :class:`sweep.acoustic.AcousticResult`); None otherwise.
     state : dict
         Final padded fields (``u``, ``u_prev``, CPML ``psi``/``zeta`` per axis).
     """
@@ -58,22 +64,46 @@ def speeds(models: dict[str, np.ndarray], order: int) -> Speeds:
 
 def _prepare(vp: Any, z: Any, **settings: Any) -> Call:
     """Validate every argument of :func:`vrz` (before any compute)."""
-    settings["impl"] = eager_only_impl(settings["impl"], "vrz")
     return prepare(
         {"vp": vp, "z": z}, {"vp": "positive", "z": "positive"}, speeds, equation="vrz",
         **settings,
     )  # fmt: skip
 
 
-def _result(call: Call, engine: EagerVRZ, receivers: Any, state: dict[str, Any]) -> VRZResult:
+def _result(call: Call, receivers: Any, state: dict[str, Any]) -> VRZResult:
+    cells = (slice(None), *call.geom.model_slices())
     return VRZResult(
         receivers=receivers,
-        wavefield=engine.model_view(state["u"]),
-        previous_wavefield=engine.model_view(state["u_prev"]),
+        wavefield=state["u"][cells],
+        previous_wavefield=state["u_prev"][cells],
         impl=call.impl,
         state=state,
         geometry=call.geom,
     )
+
+
+def _run_compiled(call: Call, *, gradient: bool) -> tuple[VRZResult, Any]:
+    """Run the compiled kernels; with ``gradient``, keep what the adjoint needs.
+
+    Returns the result and ``(engine, tape, vp, z)`` (models in the kernels'
+    layout).
+    """
+    vp, z = call.models["vp"], call.models["z"]
+    dtype = val.dtype_name(vp)
+    vp_k = kernel_array(vp, dtype, name="vp")
+    z_k = kernel_array(z, dtype, name="z")
+    xp = np if is_numpy_array(vp_k) else __import__("cupy")
+    engine = CompiledVRZ(call.geom, xp, vp_k.dtype, call.n_threads)
+    amp = None if call.amp is None else engine.kernel_input(call.amp, name="source_amplitudes")
+    coeffs = engine.kernel_coefficients(vp_k, z_k)
+    memory = call.memory if gradient else None
+    receivers, state, plan, tape = compiled_forward(
+        engine, coeffs, amp, memory, call.progress, vp,
+        callbacks=call.callbacks, models=call.models, initial_state=call.initial_state,
+    )  # fmt: skip
+    result = _result(call, receivers, state)
+    result.memory_plan = plan
+    return result, (engine, tape, vp_k, z_k)
 
 
 def vrz(
@@ -114,9 +144,12 @@ def vrz(
     boundaries and an optional free surface.  With constant density it is
     :func:`sweep.acoustic` (a source adds ``-vp^2 dt^2 f`` at its cell each
     step, the same convention).  Gradients with respect to ``vp``, ``z`` and
-    the source amplitudes come from :func:`sweep.vjp` on torch or JAX arrays
-    (the adapters ``PropTorch("vrz")``, ``PropJax("vrz")``); they are exact
-    derivatives of this discrete function at every cell, CPML included.
+    the source amplitudes come from :func:`sweep.vjp`: the compiled kernels'
+    hand-written adjoint (``cuda/vrz_stencil.h``) for ``impl="c"``, the
+    array library's autodiff for ``impl="eager"`` on torch or JAX arrays (the
+    adapters ``PropTorch("vrz")``, ``PropJax("vrz")`` run either); they are
+    exact derivatives of this discrete function at every cell, CPML
+    included.
 
     Parameters
     ----------
@@ -129,25 +162,29 @@ def vrz(
     forward_callback, callback_frequency, initial_state
         As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
         ``vp``).
-    impl : {None, "auto", "eager"}
-        VRZ runs the eager Array-API code; ``"c"`` raises until its compiled
-        kernels exist.
+    impl : {None, "auto", "c", "eager"}
+        As in :func:`sweep.acoustic`: ``"c"`` (and the default) the compiled
+        kernels, ``"eager"`` the Array-API code.
     n_threads, memory, storage_mode, storage_compression,
     model_gradient_sampling_interval, storage_bytes_limit_device,
     storage_bytes_limit_host
-        Accepted for a uniform signature; they configure compiled kernels,
-        which VRZ does not have yet (non-default memory options warn).
+        As in :func:`sweep.acoustic`.  A snapshot of the compiled gradient
+        holds ``2 + ndim`` values per cell and step (``W``, ``u`` and ``psi``
+        of each axis), so full storage takes that many times the acoustic's;
+        boundary saving is not available (use checkpointing).
 
     Returns
     -------
     VRZResult
     """
     call = _prepare(**locals())  # every parameter of this function, by name
+    if call.impl == "c":
+        return _run_compiled(call, gradient=False)[0]
     engine = EagerVRZ.build(call.geom, vp)
     receivers, state = engine.run(
         vp, z, call.amp, call.progress, call.callbacks, call.initial_state
     )
-    return _result(call, engine, receivers, state)
+    return _result(call, receivers, state)
 
 
 def _vrz_vjp(
@@ -157,13 +194,25 @@ def _vrz_vjp(
     args = inspect.signature(vrz).bind(vp, z, grid_spacing, dt, **kwargs)
     args.apply_defaults()
     call = _prepare(**args.arguments)
-    engine = EagerVRZ.build(call.geom, vp)
+    if call.impl == "eager":
+        engine = EagerVRZ.build(call.geom, vp)
 
-    def run(models: tuple, amp: Any) -> tuple[Any, Any]:
-        return engine.run(*models, amp, call.progress, call.callbacks, call.initial_state)
+        def run(models: tuple, amp: Any) -> tuple[Any, Any]:
+            return engine.run(*models, amp, call.progress, call.callbacks, call.initial_state)
 
-    receivers, state, pullback = eager_vjp(call.models, call.amp, run, "vrz", compiled=False)
-    return _result(call, engine, receivers, state), pullback
+        receivers, state, pullback = eager_vjp(call.models, call.amp, run, "vrz", compiled=True)
+        return _result(call, receivers, state), pullback
+    result, (engine, tape, vp_k, z_k) = _run_compiled(call, gradient=True)
+
+    def gradients(g: tuple[Any, Any]) -> dict[str, Any]:
+        return model_gradients(call.geom, *g, vp_k, z_k)
+
+    pullback = compiled_pullback(
+        engine, tape, result.receivers, gradients,
+        source=call.amp is not None, progress=call.progress, like=vp,
+        callbacks=call.callbacks, models=call.models,
+    )  # fmt: skip
+    return result, pullback
 
 
 vrz.__sweep_vjp__ = _vrz_vjp  # type: ignore[attr-defined]

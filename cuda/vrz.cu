@@ -1,0 +1,129 @@
+/*
+ * CUDA kernels of the VRZ equation (variable density, velocity and
+ * impedance), compiled at run time like acoustic.cu (sweep/_cuda_backend.py)
+ * over the point arithmetic of vrz_stencil.h, which the CPU kernels run too.
+ * One step is: stencil kernel (the adjoint's also adds the model gradients
+ * of its cell from the step's snapshot), receivers, sources, free-surface
+ * ghosts.  No boundary saving: the VRZ stepper is not reversible.
+ */
+#include "sweep_common.h"
+#include "vrz_stencil.h"
+#include "sweep_cuda.h"
+
+/* Values per cell of a snapshot: W, u and psi of each axis (value v of shot
+ * s in slot k at ((k * V + v) * n_shots + s) * cells). */
+#define SNAP_VALUES (2 + SWEEP_NDIM)
+
+/* slot: compact snapshot slot of this step, or -1 (not stored). */
+extern "C" __global__ void vrz_forward(const sweep_acoustic_params p, const sweep_vrz_fields f,
+                                       sweep_int slot) {
+  sweep_int shot, c[3];
+  if (!sweep_thread_point(p, &shot, c)) return;
+  const sweep_int off = shot * p.shot_stride;
+  const sweep_int i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
+  R *psi[3], *psi_new[3], *zeta[3];
+  const R *pa[3], *pb[3];
+  sweep_axes(f.psi, off, psi);
+  sweep_axes(f.psi_new, off, psi_new);
+  sweep_axes(f.zeta, off, zeta);
+  for (int d = 0; d < 3; ++d) {
+    pa[d] = (const R *)f.pml_a[d];
+    pb[d] = (const R *)f.pml_b[d];
+  }
+  const R *u = (const R *)f.u + off;
+  const R w = FN(vrz_fwd_point)(&p, (const R *)f.kappa_dt2, (const R *)f.buoyancy, u,
+                                (R *)f.u_prev + off, psi, psi_new, zeta, pa, pb, i, c[0], c[1],
+                                c[2], sweep_pml_mask(p, c));
+  if (!f.store || slot < 0) return;
+  const sweep_int m = sweep_store_index(p, c);
+  if (m < 0) return;
+  const sweep_int vs = p.n_shots * sweep_store_cells(p);
+  R *st = (R *)f.store + slot * SNAP_VALUES * vs + shot * sweep_store_cells(p) + m;
+  st[0] = w;
+  st[vs] = u[i];
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) st[(2 + d - SWEEP_FIRST_AXIS) * vs] = psi[d][i];
+}
+
+/* Sources add -K B f^t to u^{t+1} (in u_prev): one thread per shot, in source order. */
+extern "C" __global__ void vrz_forward_sources(const sweep_acoustic_params p,
+                                               const sweep_vrz_fields f, sweep_int t) {
+  const sweep_int shot = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (shot >= p.n_shots || !f.src_amp) return;
+  const sweep_int off = shot * p.shot_stride;
+  const R *kappa_dt2 = (const R *)f.kappa_dt2, *buoyancy = (const R *)f.buoyancy;
+  for (sweep_int k = 0; k < p.n_src; ++k) {
+    const sweep_int j = f.src_idx[shot * p.n_src + k];
+    SWEEP_CHECK_INDEX("source", shot, k, j);
+    ((R *)f.u_prev)[off + j] -=
+        kappa_dt2[j] * buoyancy[j] * ((const R *)f.src_amp)[(shot * p.n_src + k) * p.nt + t];
+  }
+}
+
+extern "C" __global__ void vrz_record(const sweep_acoustic_params p, const sweep_vrz_fields f,
+                                      sweep_int t) {
+  sweep_record(p, f, t);
+}
+
+/* Residuals of u^t, times K, go into mu^t (sweep_cuda.h). */
+extern "C" __global__ void vrz_inject_residuals(const sweep_acoustic_params p,
+                                                const sweep_vrz_fields f, sweep_int t) {
+  sweep_inject_residuals(p, f, (R *)f.u_prev, (const R *)f.kappa_dt2, t);
+}
+
+extern "C" __global__ void vrz_ghosts(const sweep_acoustic_params p, R *field, int d, int side) {
+  sweep_mirror_ghost(p, field, d, side, (sweep_int)blockIdx.x * blockDim.x + threadIdx.x);
+}
+
+/* Adjoint step in mu = K lambda (vrz_stencil.h); slot >= 0: the model
+ * gradients of the cell from the snapshot of that slot. */
+extern "C" __global__ void vrz_adjoint(const sweep_acoustic_params p, const sweep_vrz_fields f,
+                                       sweep_int slot) {
+  sweep_int shot, c[3];
+  if (!sweep_thread_point(p, &shot, c)) return;
+  const sweep_int off = shot * p.shot_stride;
+  const sweep_int i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
+  R *P[3], *Pn[3], *Z[3], *Zn[3];
+  const R *pa[3], *pb[3];
+  sweep_axes(f.psi, off, P);
+  sweep_axes(f.psi_new, off, Pn);
+  sweep_axes(f.zeta, off, Z);
+  sweep_axes(f.zeta_new, off, Zn);
+  for (int d = 0; d < 3; ++d) {
+    pa[d] = (const R *)f.pml_a[d];
+    pb[d] = (const R *)f.pml_b[d];
+  }
+  const R *mu = (const R *)f.u + off;
+  const int mask = sweep_pml_mask(p, c);
+  FN(vrz_adj_point)(&p, (const R *)f.kappa_dt2, (const R *)f.buoyancy, mu, (R *)f.u_prev + off, P,
+                    Pn, Z, Zn, pa, pb, i, c[0], c[1], c[2], mask);
+  if (!f.grad_kappa_dt2 || !f.store || slot < 0) return;
+  const sweep_int m = sweep_store_index(p, c);
+  if (m < 0) return;
+  const sweep_int vs = p.n_shots * sweep_store_cells(p);
+  const R *st = (const R *)f.store + slot * SNAP_VALUES * vs + shot * sweep_store_cells(p);
+  FN(vrz_gradient_point)(&p, mu, Z, pa, st, vs, (R *)f.grad_kappa_dt2 + off,
+                         (R *)f.grad_buoyancy + off, i, m, c[0], c[1], c[2], mask, 1);
+}
+
+/* Source terms, reading mu^{t+1}: the amplitude gradient -B mu and the model
+ * gradients' terms (sampled like the snapshots; the caller scales by
+ * store_every). */
+extern "C" __global__ void vrz_adjoint_sources(const sweep_acoustic_params p,
+                                               const sweep_vrz_fields f, sweep_int t) {
+  const sweep_int shot = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (shot >= p.n_shots) return;
+  const sweep_int off = shot * p.shot_stride;
+  const R *buoyancy = (const R *)f.buoyancy;
+  const R *mu = (const R *)f.u + off;
+  for (sweep_int k = 0; k < p.n_src; ++k) {
+    const sweep_int j = f.src_idx[shot * p.n_src + k];
+    SWEEP_CHECK_INDEX("source", shot, k, j);
+    const sweep_int a = (shot * p.n_src + k) * p.nt + t;
+    if (f.grad_src) ((R *)f.grad_src)[a] = -buoyancy[j] * mu[j];
+    if (f.grad_kappa_dt2 && f.src_amp && t % p.store_every == 0) {
+      const R amp = ((const R *)f.src_amp)[a];
+      ((R *)f.grad_kappa_dt2)[off + j] -= amp * buoyancy[j] * mu[j];
+      ((R *)f.grad_buoyancy)[off + j] -= amp * mu[j];
+    }
+  }
+}

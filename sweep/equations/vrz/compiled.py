@@ -1,0 +1,153 @@
+"""VRZ on the compiled kernels: the stepper and the model gradients.
+
+The kernels (``cuda/vrz_stencil.h``: C/OpenMP through ``sweep._C.vrz_run``,
+CUDA through ``sweep._cuda_backend.vrz_run``) take the acoustic's parameter
+record and step one acoustic-like wavefield, so :class:`CompiledVRZ` is
+:class:`sweep._compiled.CompiledStepper` with its default one-wavefield
+states (:class:`sweep._compiled.FwdState`, an :class:`~sweep._compiled.AdjState`
+with the VRZ gradients) and the VRZ field table, models, snapshots and
+gradients.  Its forward pass does not run
+backwards in time in this implementation (boundary saving would need the
+band's ``u`` and the snapshot's ``u`` and ``psi`` there), so it is a plain
+:class:`sweep._stepper.Stepper`: full storage and checkpointing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._compiled import _ADJ_SLOT, AdjState, CompiledStepper, _Fields
+from ..._grid import Geometry
+from ..._params import VRZ_FIELDS
+
+_WAVE = frozenset({"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new"})
+_GRADIENTS = frozenset({"grad_kappa_dt2", "grad_buoyancy"})
+# Buffers each direction writes (see sweep._compiled).
+_WRITES = {
+    False: frozenset({"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store"}),
+    True: _WAVE | _GRADIENTS | {"grad_src"},
+}
+# Field slots (see CompiledStepper.field) of the models, past the adjoint's.
+_KAPPA_SLOT = 29
+_BUOYANCY_SLOT = 30
+
+
+class VRZAdjState(AdjState):
+    """Adjoint wavefields (the acoustic's) and the VRZ gradient accumulators.
+
+    Per shot, ``grad_kappa_dt2`` accumulates ``K dL/dK``: sum_t mu^{t+1} W^t,
+    less ``B f mu`` at the sources, which :meth:`CompiledVRZ.finish_gradient`
+    divides by K; ``grad_buoyancy`` accumulates dL/dB (``cuda/vrz_stencil.h``).
+    """
+
+    def __init__(self, engine: CompiledVRZ, *, model: bool, source: bool) -> None:
+        super().__init__(engine, model=False, source=source)
+        slot = _ADJ_SLOT + 2 + 4 * engine.geom.ndim  # after mu, mu_prev, P and Z
+        self.grad_kappa_dt2 = engine.field(slot) if model else None
+        self.grad_buoyancy = engine.field(slot + 1) if model else None
+
+
+class CompiledVRZ(CompiledStepper):
+    """Runs the VRZ kernels on host (NumPy) or device (CuPy) arrays.
+
+    Its coefficients are ``(K, B)`` on the padded grid in the kernels' layout
+    (:meth:`kernel_coefficients`); a snapshot holds ``W``, ``u`` and ``psi``
+    of each axis per cell (``2 + ndim`` values).  A
+    :class:`sweep._stepper.Stepper`: full storage and checkpointing.
+    """
+
+    name = "vrz"
+    reversible = False
+    fields = VRZ_FIELDS
+    grid_fields = _WAVE | _GRADIENTS
+    model_fields = frozenset({"kappa_dt2", "buoyancy"})
+    writes = _WRITES
+    # Temporal blocking: a forward step streams u, u_prev, K and B (float32
+    # bytes, as CompiledAcoustic counts them).
+    time_blocking = True
+    blocking_cell_bytes = 16
+
+    @property
+    def snapshot_values(self) -> int:
+        """Values per cell of a snapshot: W, u and psi of each axis."""
+        return 2 + self.geom.ndim
+
+    @property
+    def model_gradient_bytes(self) -> int:
+        """Bytes of the per-shot gradient accumulators (K and B)."""
+        return 2 * self.field_bytes
+
+    def working_bytes(self, *, gradient: bool) -> int:
+        """Arrays every run allocates besides the strategy's storage (for estimates).
+
+        Forward: its state (kept on the result), padded K and B with their
+        temporaries, and the receivers.  Gradient: also the adjoint state, the
+        two per-shot gradient accumulators, the source-amplitude gradient and
+        the model-size outputs.
+        """
+        g = self.geom
+        item = self.dtype.itemsize
+        fields = 2 + 3 * g.ndim  # u_prev, u, psi x2 and zeta per axis
+        total = 6 * g.shot_stride * item + g.n_shots * g.n_rec * g.nt * item
+        if gradient:
+            fields += 5 + 4 * g.ndim  # mu x2, P x2 and Z x2 per axis, two gradients, K mu
+            total += g.n_shots * g.n_src * g.nt * item + 8 * g.shot_stride * item
+        return total + fields * self.field_bytes
+
+    def kernel_coefficients(self, vp: Any, z: Any) -> tuple[Any, Any]:
+        """``(K, B)`` of the eager reference (``EagerVRZ.coefficients``), in the kernels' layout.
+
+        ``K = z vp dt^2``, zero where the wavefield is not updated, and
+        ``B = vp / z`` on the whole padded grid (even mirrors in the
+        free-surface ghosts); ``vp``, ``z`` in the kernels' layout
+        (:func:`sweep._xp.kernel_array`).
+        """
+        g, xp = self.geom, self.xp
+        live = xp.asarray(g.live(), dtype=self.dtype)
+        kappa_dt2 = g.pad(vp * z) * (g.dt * g.dt) * live
+        buoyancy = g.pad(vp / z, mirrored=True)
+        return self.copy_field(kappa_dt2, _KAPPA_SLOT), self.copy_field(buoyancy, _BUOYANCY_SLOT)
+
+    def new_adjoint(self, *, model: bool, source: bool) -> VRZAdjState:
+        """Return zeroed adjoint wavefields and the gradient accumulators asked for."""
+        return VRZAdjState(self, model=model, source=source)
+
+    def finish_gradient(self, adj: VRZAdjState, coeffs: tuple[Any, Any]) -> tuple[Any, Any]:
+        """Return the gradients with respect to the padded K and B, summed over shots.
+
+        Cells with K = 0 (halo, free-surface rows) get a zero K gradient; B's
+        gradient of halo cells is already on the cells they copy (see
+        :func:`model_gradients`).
+        """
+        xp = self.xp
+        kappa_dt2 = coeffs[0]
+        live = kappa_dt2 > 0
+        g_kappa = adj.grad_kappa_dt2.sum(axis=0)
+        g_kappa = xp.where(live, g_kappa / xp.where(live, kappa_dt2, 1), 0).astype(g_kappa.dtype)
+        return g_kappa, adj.grad_buoyancy.sum(axis=0)
+
+    # -- the hooks of CompiledStepper -----------------------------------------------
+    def _set_coefficients(self, f: _Fields, coeffs: tuple[Any, Any], *, adjoint: bool) -> None:
+        f.set("kappa_dt2", coeffs[0])
+        f.set("buoyancy", coeffs[1])
+
+    def _adjoint_state(self, f: _Fields, adj: VRZAdjState) -> None:
+        adj.point(f)
+        f.set("grad_kappa_dt2", adj.grad_kappa_dt2)
+        f.set("grad_buoyancy", adj.grad_buoyancy)
+
+
+def model_gradients(
+    geom: Geometry, g_kappa_dt2: Any, g_buoyancy: Any, vp: Any, z: Any
+) -> dict[str, Any]:
+    """Gradients with respect to ``vp`` and ``z`` from those w.r.t. the padded K and B.
+
+    Both padded models repeat the edge cells outward, so each padded cell's
+    share goes to the model cell it copies (:meth:`Geometry.fold_to_model`).
+    The kernels have already put B's halo cells on the stored cells they
+    copy (a ghost's on its mirror, the others' on the edge cell), so one fold
+    serves both.  Then the chain rule of ``K = z vp dt^2`` and ``B = vp / z``.
+    """
+    g_kz = geom.fold_to_model(g_kappa_dt2) * (geom.dt * geom.dt)  # dL/d(vp z)
+    g_b = geom.fold_to_model(g_buoyancy)  # dL/d(vp / z)
+    return {"vp": g_kz * z + g_b / z, "z": g_kz * vp - g_b * vp / (z * z)}

@@ -1,0 +1,256 @@
+/*
+ * The VRZ equation's plug-in to the CPU time loops (cpu_skeleton.h, which
+ * documents the hooks defined here): scalar rows over the point arithmetic
+ * of cuda/vrz_stencil.h and the hooks that tell the skeleton its fields.
+ * One specialisation per translation unit (cpu_kernel.c.in).
+ *
+ * Fields (sweep_vrz_fields, sweep_common.h): the state and its rotation are
+ * the acoustic's (acoustic_cpu_impl.h): u, u_prev, psi / psi_new, zeta
+ * forward; mu = K lambda, P, Z adjoint.  The models are K = kappa_dt2 and
+ * the buoyancy B.  A snapshot holds 2 + ndim values per cell and step: W^n,
+ * u^n and psi^n of each axis; the adjoint pairs it with mu^{n+1} and
+ * Z^{n+1} (vrz_gradient_point), which are not written during step n, so a
+ * row's gradient may read its neighbour rows at any time of the step.
+ */
+#include "vrz_cpu.h"
+
+#define SWEEP_EQ_PARAMS sweep_acoustic_params
+#define SWEEP_EQ_FIELDS sweep_vrz_fields
+#define SWEEP_STENCIL_KEEP_MACROS
+#include "vrz_stencil.h"
+#include "cpu_rows.h"
+#include "cpu_wave_state.h"
+
+/* ---- Scalar rows: cells [x0, x1) of a row through the point functions, one
+ * never-inlined function per CPML mask (SWEEP_DEFINE_BY_MASK). ---- */
+
+#define SWEEP_VRZ_FWD_PARAMS                                                                  \
+  const sweep_acoustic_params *p, const SWEEP_R *kappa_dt2, const SWEEP_R *buoyancy,          \
+      const SWEEP_R *u, SWEEP_R *u_prev, SWEEP_R *const *psi, SWEEP_R *const *psi_new,        \
+      SWEEP_R *const *zeta, const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wrow, \
+      sweep_int base, sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
+#define SWEEP_VRZ_FWD_ARGS \
+  p, kappa_dt2, buoyancy, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y, x0, x1
+#define SWEEP_VRZ_ADJ_PARAMS                                                                    \
+  const sweep_acoustic_params *p, const SWEEP_R *kappa_dt2, const SWEEP_R *buoyancy,            \
+      const SWEEP_R *mu, SWEEP_R *mu_prev, SWEEP_R *const *P, SWEEP_R *const *P_new,            \
+      SWEEP_R *const *Z, SWEEP_R *const *Z_new, const SWEEP_R *const *pa,                       \
+      const SWEEP_R *const *pb, sweep_int base, sweep_int z, sweep_int y, sweep_int x0,         \
+      sweep_int x1
+#define SWEEP_VRZ_ADJ_ARGS \
+  p, kappa_dt2, buoyancy, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1
+#define SWEEP_VRZ_GRAD_PARAMS                                                             \
+  const sweep_acoustic_params *p, const SWEEP_R *mu, SWEEP_R *const *Z,                   \
+      const SWEEP_R *const *pa, const SWEEP_R *st, sweep_int vs, SWEEP_R *gk, SWEEP_R *gb, \
+      sweep_int base, sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
+#define SWEEP_VRZ_GRAD_ARGS p, mu, Z, pa, st, vs, gk, gb, base, z, y, x0, x1
+
+/* Forward: W^n goes to wrow[x] when wrow is not NULL. */
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_cells)(SWEEP_VRZ_FWD_PARAMS,
+                                                                          const int mask) {
+  if (wrow) {
+#pragma omp simd
+    for (sweep_int x = x0; x < x1; ++x)
+      wrow[x] = SWEEP_FN(vrz_fwd_point)(p, kappa_dt2, buoyancy, u, u_prev, psi, psi_new, zeta, pa,
+                                        pb, base + x, z, y, x, mask);
+  } else {
+#pragma omp simd
+    for (sweep_int x = x0; x < x1; ++x)
+      SWEEP_FN(vrz_fwd_point)(p, kappa_dt2, buoyancy, u, u_prev, psi, psi_new, zeta, pa, pb,
+                              base + x, z, y, x, mask);
+  }
+}
+
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_adj_cells)(SWEEP_VRZ_ADJ_PARAMS,
+                                                                          const int mask) {
+#pragma omp simd
+  for (sweep_int x = x0; x < x1; ++x)
+    SWEEP_FN(vrz_adj_point)(p, kappa_dt2, buoyancy, mu, mu_prev, P, P_new, Z, Z_new, pa, pb,
+                            base + x, z, y, x, mask);
+}
+
+/* The gradients of the stored cells [x0, x1) of a row; st: the row's
+ * snapshot (value 0 at the row's first stored cell), vs: the value stride.
+ * Cells whose taps stay within the stored cells (in rows that do) take the
+ * point function without its halo cases, in a vectorisable loop. */
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_grad_cells)(
+    SWEEP_VRZ_GRAD_PARAMS, const int mask) {
+  const sweep_int h = SWEEP_H, lo = p->store_lo[2];
+  int inner = 1;
+  for (int d = SWEEP_FIRST_AXIS; d < 2; ++d) {
+    const sweep_int c = d ? y : z;
+    inner = inner && c >= p->store_lo[d] + h && c < p->store_hi[d] - h;
+  }
+  sweep_int a = inner ? lo + h : x1, b = inner ? p->store_hi[2] - h : x1;
+  a = a < x0 ? x0 : a > x1 ? x1 : a;
+  b = b < a ? a : b > x1 ? x1 : b;
+#define SWEEP_VRZ_GRAD_POINT(edge) \
+  SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, st, vs, gk, gb, base + x, x - lo, z, y, x, mask, edge)
+  for (sweep_int x = x0; x < a; ++x) SWEEP_VRZ_GRAD_POINT(1);
+#pragma omp simd
+  for (sweep_int x = a; x < b; ++x) SWEEP_VRZ_GRAD_POINT(0);
+  for (sweep_int x = b; x < x1; ++x) SWEEP_VRZ_GRAD_POINT(1);
+#undef SWEEP_VRZ_GRAD_POINT
+}
+
+SWEEP_DEFINE_BY_MASK(vrz_fwd_row, vrz_fwd_cells, (SWEEP_VRZ_FWD_PARAMS), (SWEEP_VRZ_FWD_ARGS))
+SWEEP_DEFINE_BY_MASK(vrz_adj_row, vrz_adj_cells, (SWEEP_VRZ_ADJ_PARAMS), (SWEEP_VRZ_ADJ_ARGS))
+SWEEP_DEFINE_BY_MASK(vrz_grad_row, vrz_grad_cells, (SWEEP_VRZ_GRAD_PARAMS),
+                     (SWEEP_VRZ_GRAD_ARGS))
+
+/* One row (z, y) of one shot (pointers offset to the shot), its x segments
+ * in memory order, each with its mask.  With wr, the snapshot of the row:
+ * value v of cell x at wr[x + v * shape[2]] (SWEEP_WR_PITCH): W^n, u^n, psi^n
+ * of each axis. */
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_full_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *kappa_dt2, const SWEEP_R *buoyancy,
+    const SWEEP_R *u, SWEEP_R *u_prev, SWEEP_R *const *psi, SWEEP_R *const *psi_new,
+    SWEEP_R *const *zeta, const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wr,
+    sweep_int z, sweep_int y) {
+  const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define SWEEP_VRZ_ROW(x0, x1, m)                                                              \
+  if ((x0) < (x1))                                                                            \
+  SWEEP_CALL_BY_MASK(vrz_fwd_row, m,                                                          \
+                     (p, kappa_dt2, buoyancy, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, \
+                      z, y, x0, x1))
+#define SWEEP_VRZ_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_VRZ_ROW, m, (void)0)
+  SWEEP_MASK_SWITCH(outer, SWEEP_VRZ_SEGMENTS)
+#undef SWEEP_VRZ_ROW
+#undef SWEEP_VRZ_SEGMENTS
+  if (wr) {
+    const size_t n = sizeof(SWEEP_R) * (size_t)(x_end - h);
+    memcpy(wr + p->shape[2] + h, u + base + h, n);
+    for (int d = SWEEP_FIRST_AXIS; d < 3; ++d)
+      memcpy(wr + (2 + d - SWEEP_FIRST_AXIS) * p->shape[2] + h, psi[d] + base + h, n);
+  }
+}
+
+/* The adjoint of one row (z, y) of one shot: first the gradients of its
+ * stored cells from the snapshot st (when not NULL), then the stencil. */
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_adj_full_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *kappa_dt2, const SWEEP_R *buoyancy,
+    const SWEEP_R *mu, SWEEP_R *mu_prev, SWEEP_R *const *P, SWEEP_R *const *Pn,
+    SWEEP_R *const *Z, SWEEP_R *const *Zn, const SWEEP_R *const *pa, const SWEEP_R *const *pb,
+    const SWEEP_R *st, sweep_int vs, SWEEP_R *gk, SWEEP_R *gb, sweep_int z, sweep_int y) {
+  const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define SWEEP_VRZ_ROW(x0, x1, m) \
+  if ((x0) < (x1)) SWEEP_CALL_BY_MASK(vrz_grad_row, m, (p, mu, Z, pa, st, vs, gk, gb, base, z, y, x0, x1))
+#define SWEEP_VRZ_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_VRZ_ROW, m, (void)0)
+  if (st) {
+    SWEEP_MASK_SWITCH(outer, SWEEP_VRZ_SEGMENTS)
+  }
+#undef SWEEP_VRZ_ROW
+#define SWEEP_VRZ_ROW(x0, x1, m)                                                             \
+  if ((x0) < (x1))                                                                           \
+  SWEEP_CALL_BY_MASK(vrz_adj_row, m,                                                         \
+                     (p, kappa_dt2, buoyancy, mu, mu_prev, P, Pn, Z, Zn, pa, pb, base, z, y, \
+                      x0, x1))
+  SWEEP_MASK_SWITCH(outer, SWEEP_VRZ_SEGMENTS)
+#undef SWEEP_VRZ_ROW
+#undef SWEEP_VRZ_SEGMENTS
+}
+
+/* sub_problem's VRZ arrays of shots: the wavefields and the model gradients,
+ * fo elements on. */
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
+    const sweep_vrz_fields *f, sweep_int fo, sweep_vrz_fields *g) {
+  SWEEP_WAVE_SHIFT_SHOTS(f, fo, g);
+  g->grad_kappa_dt2 = SWEEP_OFF(f->grad_kappa_dt2, fo);
+  g->grad_buoyancy = SWEEP_OFF(f->grad_buoyancy, fo);
+}
+
+/* ---- The hooks of cpu_skeleton.h ---- */
+
+#define SWEEP_EQ_FORWARD SWEEP_FN(sweep_vrz_forward)
+#define SWEEP_EQ_BACKWARD SWEEP_FN(sweep_vrz_backward)
+/* W^n, u^n and psi^n of each axis. */
+#define SWEEP_EQ_SNAP_VALUES (2 + SWEEP_NDIM)
+/* A row's gradient reads the snapshot of its neighbour rows with the
+ * adjoint state of the same step, so no correlation is deferred. */
+#define SWEEP_EQ_PAIRED_CORRELATION 0
+/* One leapfrog stage per step of reach SWEEP_H, as the acoustic's. */
+#define SWEEP_EQ_BLOCKING 1
+#define SWEEP_EQ_MODEL(f)                                                 \
+  const SWEEP_R *kappa_dt2 = (const SWEEP_R *)(f)->kappa_dt2;            \
+  const SWEEP_R *buoyancy = (const SWEEP_R *)(f)->buoyancy
+#define SWEEP_EQ_SHIFT_SHOTS(f, fo, g) SWEEP_FN(vrz_shift_shots)(f, fo, g)
+
+/* Forward state and rotation: the acoustic's (cpu_wave_state.h). */
+#define SWEEP_EQ_FWD_STATE(f) SWEEP_WAVE_FWD_STATE(f)
+#define SWEEP_EQ_FWD_SHOT(f, off) SWEEP_WAVE_FWD_SHOT(f, off)
+#define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y)                                            \
+  SWEEP_FN(vrz_fwd_full_row)(p, kappa_dt2, buoyancy, u + (off), u_prev + (off), psi, psi_new, \
+                             zeta, pa, pb, wr, z, y)
+#define SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y) ((void)0)
+/* Receivers record u^t; sources add -K B f^t to u^{t+1} (in u_prev). */
+#define SWEEP_EQ_FWD_RECORD(i) (u[i])
+#define SWEEP_EQ_FWD_SOURCE(i, j, a) (u_prev[i] -= kappa_dt2[j] * buoyancy[j] * (a))
+#define SWEEP_EQ_FWD_GHOSTS(p) SWEEP_FN(fill_ghosts)(p, u_prev)
+#define SWEEP_EQ_FWD_ROTATE() SWEEP_WAVE_FWD_ROTATE()
+#define SWEEP_EQ_BLOCK_STATE(f, odd, off) \
+  SWEEP_EQ_MODEL(f);                      \
+  SWEEP_WAVE_BLOCK_STATE(f, odd, off)
+/* No boundary saving (the stepper is not reversible). */
+#define SWEEP_EQ_FWD_SAVED(off) (u + (off))
+#define SWEEP_EQ_FWD_LOAD_BAND(i, v) ((void)0)
+
+/* Adjoint, in mu = K lambda.  The correlate hook hands the row's snapshot to
+ * the row hook (snap), which computes the row's gradients before its
+ * stencil. */
+#define SWEEP_EQ_GRAD(f) ((f)->grad_kappa_dt2)
+#define SWEEP_EQ_ADJ_STATE(f)                                                         \
+  SWEEP_R *mu_prev = (SWEEP_R *)(f)->u_prev, *mu = (SWEEP_R *)(f)->u;                \
+  SWEEP_WAVE_ADJ_AXES(f)                                                             \
+  SWEEP_R *gk_all = (SWEEP_R *)(f)->grad_kappa_dt2;                                  \
+  SWEEP_R *gb_all = (SWEEP_R *)(f)->grad_buoyancy
+#define SWEEP_EQ_ADJ_GRAD gk_all
+#define SWEEP_EQ_ADJ_SHOT(f, off) \
+  SWEEP_WAVE_ADJ_SHOT(f, off);    \
+  const SWEEP_R *snap = NULL
+#define SWEEP_EQ_ADJ_CORRELATE(off, o, st, held, skip, n) \
+  (snap = (st), (void)(o), (void)(held), (void)(skip), (void)(n))
+#define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y)                                                  \
+  do {                                                                                          \
+    SWEEP_FN(vrz_adj_full_row)(p, kappa_dt2, buoyancy, mu + (off), mu_prev + (off), P, Pn, Z,   \
+                               Zn, pa, pb, snap, SWEEP_SNAP_STRIDE(p), gk_all ? gk_all + (off) : NULL,   \
+                               gb_all ? gb_all + (off) : NULL, z, y);                           \
+    snap = NULL;                                                                                \
+  } while (0)
+/* Residuals of u^t, times K, go into mu^t (in mu_prev); the source terms
+ * read mu^{t+1}. */
+#define SWEEP_EQ_ADJ_RESIDUAL(i, j, r) (mu_prev[i] += kappa_dt2[j] * (r))
+#define SWEEP_EQ_ADJ_SOURCE_GRAD(i, j) (-buoyancy[j] * mu[i])
+#define SWEEP_EQ_ADJ_SOURCE_TERM(i, j, a)          \
+  do {                                             \
+    gk_all[i] -= (a) * buoyancy[j] * mu[i];        \
+    gb_all[i] -= (a) * mu[i];                      \
+  } while (0)
+#define SWEEP_EQ_ADJ_GHOSTS(p, recon) SWEEP_FN(fill_ghosts)(p, mu_prev)
+#define SWEEP_EQ_ADJ_ROTATE() \
+  do {                        \
+    SWEEP_R *tmp = mu_prev;   \
+    mu_prev = mu;             \
+    mu = tmp;                 \
+    SWEEP_WAVE_ADJ_SWAP_AXES() \
+  } while (0)
+/* No boundary saving: the reconstruction hooks only consume their arguments. */
+#define SWEEP_EQ_RECON(f) 0
+#define SWEEP_EQ_RECON_ROW(p, off, base) ((void)0)
+#define SWEEP_EQ_RECON_CELL(i, w) ((void)(i), (void)(w))
+#define SWEEP_EQ_RECON_SOURCE(i, j, a) ((void)(i), (void)(j), (void)(a))
+#define SWEEP_EQ_RECON_LOAD_BAND(i, v) ((void)(i), (void)(v))
+
+#include "cpu_skeleton.h"
+
+#include "vrz_stencil_undef.h"
+#undef SWEEP_STENCIL_KEEP_MACROS
+#undef SWEEP_VRZ_FWD_PARAMS
+#undef SWEEP_VRZ_FWD_ARGS
+#undef SWEEP_VRZ_ADJ_PARAMS
+#undef SWEEP_VRZ_ADJ_ARGS
+#undef SWEEP_VRZ_GRAD_PARAMS
+#undef SWEEP_VRZ_GRAD_ARGS
