@@ -131,3 +131,16 @@ def test_fallback_message_without_checkout(monkeypatch):
     monkeypatch.setattr(_impl, "source_tree_hint", lambda: None)
     with pytest.warns(UserWarning, match=r"hidden for the test\); falling back.*pip install \."):
         assert _impl.resolve_impl(None) == "eager"
+
+
+def test_every_cuda_source_is_installed():
+    """cuda/meson.build installs every .cu and .h of cuda/: CuPy compiles them from the
+    installed package, and a file missing there failed only in non-editable installs."""
+    import re
+    from pathlib import Path
+
+    cuda = Path(__file__).resolve().parents[1] / "cuda"
+    build = (cuda / "meson.build").read_text()
+    listed = set(re.findall(r"'([\w.]+\.(?:cu|h))'", build))
+    present = {p.name for p in cuda.iterdir() if p.suffix in (".cu", ".h")}
+    assert present == listed, (sorted(present - listed), sorted(listed - present))
