@@ -15,28 +15,15 @@ from typing import Any
 
 from . import _callbacks, _memory
 from . import _validate as val
-from ._impl import IMPLS, binding_error, binding_fix
+from ._impl import binding_error, binding_fix
 from ._xp import from_kernel_array, is_cupy_array, is_jax_array, is_torch_array
 
 __all__ = [
     "check_cotangent",
     "compiled_forward",
     "compiled_pullback",
-    "eager_only_impl",
     "eager_vjp",
 ]
-
-
-def eager_only_impl(impl: str | None, equation: str) -> str:
-    """Resolve ``impl`` for an equation that has no compiled kernels yet."""
-    if impl not in IMPLS:
-        raise ValueError(f"impl must be one of None, 'auto', 'c' or 'eager', got {impl!r}")
-    if impl == "c":
-        raise ValueError(
-            f"sweep.{equation} has no compiled kernels yet, so impl='c' is not available; "
-            "use impl='eager' (or None, which chooses it)"
-        )
-    return "eager"
 
 
 def check_cotangent(d: Any, shape: tuple[int, ...], dtype: str) -> None:

@@ -11,19 +11,16 @@ import numpy as np
 
 from . import _memory
 from . import _validate as val
-from ._api import check_cotangent, compiled_forward, compiled_pullback
+from ._api import compiled_forward, compiled_pullback, eager_vjp
 from ._callbacks import Callbacks, CallbackState
 from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
 from ._eager_memory import eager_memory
 from ._grid import Geometry
-from ._impl import binding_error, binding_fix
 from ._setup import prepare, velocity_speeds
 from ._xp import (
     is_cupy_array,
-    is_jax_array,
     is_numpy_array,
-    is_torch_array,
     kernel_array,
 )
 
@@ -372,68 +369,15 @@ def estimate_memory(
     return estimate
 
 
-def _check_cotangent(d: Any, receivers: Any) -> None:
-    """Check a receiver cotangent against the receivers' shape and dtype."""
-    check_cotangent(d, tuple(receivers.shape), val.dtype_name(receivers))
-
-
 def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, Any]]]:
     """Gradients of the eager path come from the array library's autodiff."""
-    v, amp = call.v, call.amp
-    if is_torch_array(v):
-        import torch
+    engine = EagerAcoustic.build(call.geom, call.v)
 
-        inputs = [v.detach().requires_grad_(True)]
-        if amp is not None:
-            inputs.append(amp.detach().requires_grad_(True))
-        with torch.enable_grad():
-            call.v, call.amp = inputs[0], (inputs[1] if amp is not None else None)
-            result, _ = _run(call, gradient=False)
-        graph_out = result.receivers
+    def run(models: tuple, amp: Any) -> tuple[Any, Any]:
+        return engine.run(models[0], amp, call.progress, call.callbacks, call.initial_state)
 
-        def pullback(d_receivers: Any) -> dict[str, Any]:
-            _check_cotangent(d_receivers, graph_out)
-            grads = torch.autograd.grad(
-                graph_out, inputs, d_receivers, retain_graph=True, allow_unused=True
-            )
-            grads = [
-                torch.zeros_like(x) if g is None else g for x, g in zip(inputs, grads, strict=True)
-            ]
-            out = {"v": grads[0]}
-            if amp is not None:
-                out["source_amplitudes"] = grads[1]
-            return out
-
-        result.receivers = result.receivers.detach()
-        return result, pullback
-    if is_jax_array(v):
-        import jax
-
-        engine = EagerAcoustic.build(call.geom, v)
-
-        def f(v_: Any, amp_: Any) -> Any:
-            return engine.run(v_, amp_, call.progress)
-
-        receivers, vjp_fn, state = jax.vjp(f, v, amp, has_aux=True)
-        result = _result(call, receivers, state)
-
-        def pullback(d_receivers: Any) -> dict[str, Any]:
-            _check_cotangent(d_receivers, receivers)
-            g_v, g_amp = vjp_fn(d_receivers)
-            out = {"v": g_v}
-            if amp is not None:
-                out["source_amplitudes"] = g_amp
-            return out
-
-        return result, pullback
-    lib = "CuPy" if is_cupy_array(v) else "NumPy"
-    reason = binding_error()
-    # impl='c' is no way out when the binding is missing: say why and how to get it.
-    why = "" if reason is None else f" (sweep._C is not available: {reason}. {binding_fix()})"
-    raise ValueError(
-        f"impl='eager' gets its gradients from the array library's autodiff, and {lib} has "
-        f"none; use impl='c' (the compiled adjoint) or pass torch or JAX arrays{why}"
-    )
+    receivers, state, pullback = eager_vjp({"v": call.v}, call.amp, run, "acoustic", compiled=True)
+    return _result(call, receivers, state), pullback
 
 
 acoustic.__sweep_vjp__ = _acoustic_vjp  # type: ignore[attr-defined]
