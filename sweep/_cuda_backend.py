@@ -307,7 +307,7 @@ def run_steps(
     rebuild = recon and equation in RECON_SNAPSHOT
     if rebuild:
         snapshot = kernel("recon_snapshot")
-    if replay and not rebuild:
+    if replay and recon and not rebuild:
         correlate = kernel("replay_correlate")
         cpml_grid = ((n_shots * int(p["n_cpml"]) + 255) // 256,)
     # Receivers: one thread each (forward), one per receiver cell (adjoint).
