@@ -190,6 +190,30 @@ def test_every_memory_strategy_matches_full_storage(name, ndim, tmp_path, monkey
     assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if equations.get(n).reversible])
+@pytest.mark.parametrize("shape", [(7, 9), (7, 30), (30, 7)])
+def test_boundary_saving_on_models_narrower_than_two_halos(name, shape):
+    """With accuracy 8 every cell of a 7-cell axis is in the band (no plain cells there)."""
+    problem = _problem(name, 2, accuracy=8)
+    spec = equations.get(name)
+    rng = np.random.default_rng(5)
+    big = equations._load(spec.problem)(shape, rng, np.float64) if spec.problem else None
+    for m in spec.models:
+        problem[m] = big[m] if big else 1500.0 + 500.0 * rng.random(shape)
+    problem["source_locations"] = np.array([[[3, 3]], [[4, 5]]])
+    problem["source_amplitudes"] = problem["source_amplitudes"][:, :1]
+    problem["receiver_locations"] = np.array([[[2, 2], [5, 6]]] * 2)
+    spec, models, rest = _split(name, problem)
+    out, pullback = sweep.vjp(spec.function, *models, **rest, impl="c")
+    d = rng.standard_normal(np.shape(out.receivers))
+    ref = pullback(d)
+    _, pullback = sweep.vjp(spec.function, *models, **rest, impl="c", memory=_BOUNDARY)
+    got = pullback(d)
+    for key in spec.models:
+        np.testing.assert_allclose(got[key], ref[key], rtol=0,
+                                   atol=1e-12 * np.abs(ref[key]).max(), err_msg=key)  # fmt: skip
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_deterministic(name):
     problem = _problem(name, 2)

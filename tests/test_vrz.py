@@ -198,7 +198,7 @@ def test_boundary_saving_float32_storage_places_and_threads(tmp_path, monkeypatc
     _, ref = _gradients(vp, z, problem)
     _, first = _gradients(vp, z, problem, memory=BOUNDARY, n_threads=1)
     for storage in ("gpu", "cpu", "disk"):
-        for n_threads in (1, 2):
+        for n_threads in (1, 2, 3):  # 2: a shot per thread; 3: all threads share each step
             memory = MemoryOptions(strategy="boundary", boundary=BoundaryOptions(storage=storage))
             _, got = _gradients(vp, z, problem, memory=memory, n_threads=n_threads)
             for key in ("vp", "z"):
