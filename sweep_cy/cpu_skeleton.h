@@ -170,10 +170,14 @@
  * The next equations, in these terms.  VRZ (variable density,
  * vrz_cpu_impl.h): the acoustic state hooks, K and B in SWEEP_EQ_MODEL, 2 +
  * ndim snapshot values per cell, and a gradient that reads neighbour rows
- * (SWEEP_EQ_PAIRED_CORRELATION 0).  Born (LSRTM) is lsrtm_cpu_impl.h: both
+ * (SWEEP_EQ_PAIRED_CORRELATION 0; boundary saving then rebuilds each step's
+ * snapshot, SWEEP_EQ_RECON_SNAPSHOT 1).  Born (LSRTM) is lsrtm_cpu_impl.h: both
  * fields in the state declarations and the rotations, the rows updating both,
  * two snapshot values, SWEEP_EQ_FWD_RECORD reading u1 and
- * SWEEP_EQ_FWD_RECORD_EXTRA the background u0.  Elastic, Maxwell: the second
+ * SWEEP_EQ_FWD_RECORD_EXTRA the background u0; boundary saving keeps both
+ * fields of the band (SWEEP_EQ_BAND_VALUES 2) and runs both backwards.  A
+ * non-reversible update (conductivity) defines SWEEP_EQ_RECON(f) 0 and
+ * declares itself not reversible.  Elastic, Maxwell: the second
  * half step of a row
  * reads neighbour rows of the first, so the two cannot share one row hook;
  * the skeleton's row loop needs a phase loop around it (a barrier between
