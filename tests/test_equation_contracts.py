@@ -190,6 +190,35 @@ def test_every_memory_strategy_matches_full_storage(name, ndim, tmp_path, monkey
     assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if equations.get(n).compiled])
+@pytest.mark.parametrize("strategy", ["full", "boundary", "ckpt_chunk"])
+def test_estimate_memory_is_within_ten_percent_of_the_measured_peak(name, strategy):
+    """sweep.estimate_memory(fn, ...) against tracemalloc's peak of the same gradient run."""
+    import tracemalloc
+
+    problem = random_problem(2, np.float32, equation=name, nt=300)
+    spec, models, rest = _split(name, problem)
+    models = [np.ascontiguousarray(np.tile(m, (3, 8))[:60, :200]) for m in models]  # larger
+    if strategy == "boundary" and not spec.reversible:
+        pytest.skip(f"{name} is not reversible")
+    memory = {
+        "full": {"storage_mode": "device"},
+        "boundary": {"memory": _BOUNDARY},
+        "ckpt_chunk": {"memory": MemoryOptions(strategy="ckpt", ckpt=CkptOptions(chunks=10))},
+    }[strategy]
+    est = sweep.estimate_memory(spec.function, *models, **rest, impl="c", **memory)
+    assert est.plan.strategy == strategy.replace("_", "-")
+    assert est.peak == est.strategies[strategy]
+    tracemalloc.start()
+    try:
+        out, pullback = sweep.vjp(spec.function, *models, **rest, impl="c", **memory)
+        pullback(np.ones_like(out.receivers))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert abs(est.peak - peak) <= 0.1 * peak, (est.peak, peak)
+
+
 @pytest.mark.parametrize("name", [n for n in NAMES if equations.get(n).reversible])
 @pytest.mark.parametrize("shape", [(7, 9), (7, 30), (30, 7)])
 def test_boundary_saving_on_models_narrower_than_two_halos(name, shape):
