@@ -14,6 +14,7 @@ from ._config import config
 from ._impl import binding_error
 from ._vjp import vjp
 from .acoustic import AcousticResult, acoustic, estimate_memory
+from .equations.elastic import ElasticResult, elastic
 from .equations.lsrtm import LSRTMResult, lsrtm
 from .equations.vrz import VRZResult, vrz
 
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AcousticResult",
+    "ElasticResult",
     "LSRTMResult",
     "VRZResult",
     "__version__",
@@ -30,6 +32,7 @@ __all__ = [
     "binding_available",
     "config",
     "distributed",
+    "elastic",
     "equations",
     "lsrtm",
     "release_cached_memory",
