@@ -113,6 +113,8 @@ def sample_terms(
         zero = xp.zeros((n_shots * n_columns,), dtype=u.dtype, device=_device(u))
         part = scatter_add(zero, t.slot, vals)
         out = part if out is None else out + part
+    if out is None:  # no terms at all: zero samples
+        return xp.zeros((n_shots, n_columns))
     return xp.reshape(out, (n_shots, n_columns))
 
 

@@ -53,6 +53,47 @@ def greens_3d(f: np.ndarray, dt: float, r: float, v: float, cell_volume: float) 
     return -np.fft.irfft(cell_volume * shifted, n)[: len(f)] / (4.0 * np.pi * r)
 
 
+def elastic_force_2d(
+    f: np.ndarray,
+    dt: float,
+    offset: tuple[float, float],
+    vp: float,
+    vs: float,
+    rho: float,
+    component: int,
+    force: int,
+    delay: float = 0.0,
+) -> np.ndarray:
+    """Particle velocity in a 2D homogeneous elastic full space from a line force.
+
+    Component ``component`` (0: z, 1: x) of the velocity at ``offset`` (dz,
+    dx) in metres from a line force along axis ``force`` with time function
+    ``f`` (N/m, sampled at ``n dt``), output at times ``(n + delay) dt``.
+    The plane-strain Green's function (Kausel, *Fundamental solutions in
+    elastodynamics*, 2006) in NumPy's ``e^{+i omega t}`` convention::
+
+        u_i = F_j / (4 i mu) [psi delta_ij + chi r_i r_j]
+        psi = H0(ks r) - [H1(ks r) - (vs / vp) H1(kp r)] / (ks r)
+        chi = H2(ks r) - (vs / vp)^2 H2(kp r)
+
+    with outgoing Hankel functions ``H^(2)`` and ``v = i omega u``.  The zero
+    frequency is dropped, so ``f`` should have (close to) zero mean.
+    """
+    from scipy.special import hankel2
+
+    spec, omega, n = _padded_spectrum(np.asarray(f, dtype=np.float64), dt, 8)
+    r = float(np.hypot(*offset))
+    unit = np.asarray(offset, dtype=np.float64) / r
+    w = omega[1:]
+    ks, kp = w * r / vs, w * r / vp
+    psi = hankel2(0, ks) - (hankel2(1, ks) - vs / vp * hankel2(1, kp)) / ks
+    chi = hankel2(2, ks) - (vs / vp) ** 2 * hankel2(2, kp)
+    g = np.zeros_like(spec)
+    g[1:] = (psi * (component == force) + chi * unit[component] * unit[force]) / (4j * rho * vs**2)
+    g[1:] *= 1j * w * np.exp(1j * w * delay * dt)
+    return np.fft.irfft(spec * g, n)[: len(f)]
+
+
 def relative_error(a: np.ndarray, b: np.ndarray) -> float:
     """Return ``||a - b|| / ||b||`` computed in float64."""
     a = np.asarray(a, dtype=np.float64)

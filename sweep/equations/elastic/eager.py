@@ -115,10 +115,7 @@ class EagerElastic(EagerBase):
         rec_kinds = self.options.get("receiver_kind") or ("vz",) * g.n_rec
 
         def valid(name: str, d: int) -> np.ndarray:
-            live = kinds.live_axis(g, name, d)
-            if kinds.mirrored(g, name, d):
-                live = np.maximum(live, g.ghost_mirror(d, half=d in self.stag[name])[1])
-            return live
+            return kinds.valid_axis(g, name, d)
 
         src = kinds.node_terms(g, g.src_loc, src_kinds, kinds.source_kinds(g.ndim), valid)
         # A stress-kind source's scale dt / dV is a constant: fold it into the weights.

@@ -215,6 +215,26 @@ def live_axis(geom: Geometry, name: str, d: int) -> np.ndarray:
     return live
 
 
+def valid_axis(geom: Geometry, name: str, d: int) -> np.ndarray:
+    """1.0 where field ``name`` holds a value along axis ``d``, else 0.0.
+
+    The cells it updates (:func:`live_axis`) and, for a stress mirrored across
+    a free surface of axis ``d``, also its surface row (held at zero) and its
+    odd images beyond; receivers may read those, not the zero halo nor the
+    velocities beyond a surface.
+    """
+    if not mirrored(geom, name, d):
+        return live_axis(geom, name, d)
+    # Everything but the halo of the faces that are not free surfaces.
+    h, n = geom.halo, geom.padded_shape[d]
+    keep = np.ones(n)
+    if not geom.free_surface[2 * d]:
+        keep[:h] = 0.0
+    if not geom.free_surface[2 * d + 1]:
+        keep[n - h :] = 0.0
+    return keep
+
+
 def node_terms(
     geom: Geometry,
     loc: np.ndarray,
