@@ -197,10 +197,13 @@ def mirrored(geom: Geometry, name: str, d: int) -> bool:
 def live_axis(geom: Geometry, name: str, d: int) -> np.ndarray:
     """1.0 where field ``name`` is updated along axis ``d`` (padded), else 0.0.
 
-    Not the halo; on a free surface, not the normal stress of the surface
-    row (held at zero) nor the cells of fields staggered across the surface
-    that lie beyond it (velocities there stay zero, shear stresses are
-    mirror images: see :meth:`Geometry.ghost_mirror`).
+    Not the halo, and for a field staggered along ``d`` not the last index
+    before the high halo either (position ``n - h - 1/2``, outside the last
+    node), so that both ends of the axis are mirror images of each other; on
+    a free surface, not the normal stress of the surface row (held at zero)
+    nor the cells of fields staggered across the surface that lie beyond it
+    (velocities there stay zero, shear stresses are mirror images: see
+    :meth:`Geometry.ghost_mirror`).
     """
     h, n = geom.halo, geom.padded_shape[d]
     live = np.zeros(n)
@@ -210,7 +213,7 @@ def live_axis(geom: Geometry, name: str, d: int) -> np.ndarray:
     surface_row = name == stress(axis, axis)
     if geom.free_surface[2 * d] and surface_row:
         live[h] = 0.0
-    if geom.free_surface[2 * d + 1] and (surface_row or staggered):
+    if staggered or (geom.free_surface[2 * d + 1] and surface_row):
         live[n - 1 - h] = 0.0
     return live
 
@@ -223,16 +226,16 @@ def valid_axis(geom: Geometry, name: str, d: int) -> np.ndarray:
     odd images beyond; receivers may read those, not the zero halo nor the
     velocities beyond a surface.
     """
+    live = live_axis(geom, name, d)
     if not mirrored(geom, name, d):
-        return live_axis(geom, name, d)
-    # Everything but the halo of the faces that are not free surfaces.
+        return live
+    staggered = d in fields(geom.ndim)[name]
+    ghost = geom.ghost_mirror(d, half=staggered)[1]
     h, n = geom.halo, geom.padded_shape[d]
-    keep = np.ones(n)
-    if not geom.free_surface[2 * d]:
-        keep[:h] = 0.0
-    if not geom.free_surface[2 * d + 1]:
-        keep[n - h :] = 0.0
-    return keep
+    if not staggered:  # the held surface rows
+        ghost[h] |= geom.free_surface[2 * d]
+        ghost[n - 1 - h] |= geom.free_surface[2 * d + 1]
+    return np.maximum(live, ghost)
 
 
 def node_terms(
