@@ -103,11 +103,43 @@ class EagerElastic(EagerBase):
                 row[g.lo(d) + g.model_shape[d] - 1] = 1.0
             if row.any():
                 self.surface.append((d, self._asarray(row.reshape(axis_shape(d)[1:]))))
+        self.surface_weights = [
+            {fw: self._reduced_weights(d, fw) for fw in (True, False)} for d in range(nd)
+        ]
         # Index maps of the next node along each axis (edge repeated), for averages.
         self.next = [
             self._asarray(np.minimum(np.arange(n) + 1, n - 1), xp.int64) for n in g.padded_shape
         ]
         self._setup_points()
+
+    def _reduced_weights(self, d: int, forward: bool) -> list | None:
+        """Per-cell weights of a velocity's difference along ``d`` near free surfaces.
+
+        A velocity is zero beyond a free surface (not an image), so a stencil
+        that reaches there drops to the highest order whose taps stay on this
+        side: order ``2 m`` with ``m`` the taps available (none on the surface
+        row, whose normal derivative the surface condition replaces).  None
+        when axis ``d`` has no free surface.
+        """
+        g = self.geom
+        lo, hi = g.free_surface[2 * d], g.free_surface[2 * d + 1]
+        if not (lo or hi):
+            return None
+        h, n = g.halo, g.padded_shape[d]
+        big = g.order // 2
+        p = np.arange(h, n - h)  # result cells (padded index)
+        m = np.full(p.shape, big)
+        if lo:  # the first valid velocity index is h
+            m = np.minimum(m, p - h + 1 if forward else p - h)
+        if hi:  # the last valid velocity index is S (nodes) or S - 1 (half nodes)
+            m = np.minimum(m, (n - 1 - h) - p)
+        w = np.zeros((big, len(p)))
+        for mm in range(1, big + 1):
+            c = [float(x) for x in _fd.staggered_first_derivative(2 * mm)]
+            w[: len(c), m == mm] = np.array(c)[:, None]
+        shape = [1] * (g.ndim + 1)
+        shape[d + 1] = -1
+        return [self._asarray(row.reshape(shape)) for row in w]
 
     def _setup_points(self) -> None:
         g = self.geom
@@ -205,17 +237,19 @@ class EagerElastic(EagerBase):
         return {k: state[k] for k in self.stag}
 
     # -- the step ---------------------------------------------------------------------
-    def _dstag(self, f: Any, axis: int, forward: bool) -> Any:
+    def _dstag(self, f: Any, axis: int, forward: bool, weights: list | None = None) -> Any:
         """Staggered first difference along ``axis`` (unscaled), on the interior.
 
         ``forward``: from the nodes to the half nodes, ``sum_k c_k (f[i+k] -
         f[i-k+1])``; else from the half nodes to the nodes, ``sum_k c_k
         (f[i+k-1] - f[i-k])``.  ``f`` has a halo along ``axis`` only.
+        ``weights``: per-cell weights ``c_k`` along the axis (one array per
+        ``k``) in place of the constant ones.
         """
         h, n = self.geom.halo, f.shape[axis]
         s = 0 if forward else -1
         out = None
-        for k, c in enumerate(self.cs, start=1):
+        for k, c in enumerate(self.cs if weights is None else weights, start=1):
             term = c * (_along(f, axis, h + k + s, n - h + k + s)
                         - _along(f, axis, h - k + 1 + s, n - h - k + 1 + s))  # fmt: skip
             out = term if out is None else out + term
@@ -224,7 +258,9 @@ class EagerElastic(EagerBase):
     def _stretched(self, f: Any, name: str, d: int, psi: Any) -> tuple[Any, Any]:
         """C-PML-stretched derivative of field ``name`` along axis ``d``: (``D f + psi'``, psi')."""
         forward = d not in self.stag[name]
-        df = self._dstag(self._interior(f, keep=d + 1), d + 1, forward) * self.rdx[d]
+        # Velocities have no values beyond a free surface: near it, lower orders.
+        weights = self.surface_weights[d][forward] if name.startswith("v") else None
+        df = self._dstag(self._interior(f, keep=d + 1), d + 1, forward, weights) * self.rdx[d]
         a, b = self.prof[d][forward]
         psi = b * psi + a * df
         return df + psi, psi
