@@ -417,3 +417,21 @@ def test_lambs_problem(accuracy, limits):
     got = out.receivers[0]
     err = np.linalg.norm(got - want, axis=-1) / np.linalg.norm(want, axis=-1)
     assert np.all(err < np.array(limits)), err
+
+
+def test_jax_gradients_equal_torch_gradients():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    models, rest = _problem(2, 20, True, 2, 3)
+    amp = rest.pop("source_amplitudes")
+    rest.update(source_kind=["fz", "p"], receiver_kind=["vz", "p", "sxz"])
+    d = np.random.default_rng(0).standard_normal((2, 3, 20))
+    _, pull = sweep.vjp(sweep.elastic, *(jax.numpy.asarray(m) for m in models),
+                        source_amplitudes=jax.numpy.asarray(amp), **rest)  # fmt: skip
+    got = pull(jax.numpy.asarray(d))
+    _, pull = sweep.vjp(sweep.elastic, *(torch.from_numpy(m) for m in models),
+                        source_amplitudes=torch.from_numpy(amp), **rest)  # fmt: skip
+    want = pull(torch.from_numpy(d))
+    for name, g in want.items():
+        np.testing.assert_allclose(np.asarray(got[name]), g.numpy(), rtol=0,
+                                   atol=1e-13 * np.abs(g.numpy()).max())  # fmt: skip
