@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._xp import scatter_add
+from ._xp import device_of, scatter_add
 
 __all__ = ["PointTerms", "group_terms", "inject_terms", "sample_terms"]
 
@@ -110,15 +110,9 @@ def sample_terms(
     for t in terms:
         u = state[t.field]
         vals = t.weight * xp.take(xp.reshape(u, (-1,)), t.flat)
-        zero = xp.zeros((n_shots * n_columns,), dtype=u.dtype, device=_device(u))
+        zero = xp.zeros((n_shots * n_columns,), dtype=u.dtype, device=device_of(u))
         part = scatter_add(zero, t.slot, vals)
         out = part if out is None else out + part
     if out is None:  # no terms at all: zero samples
         return xp.zeros((n_shots, n_columns))
     return xp.reshape(out, (n_shots, n_columns))
-
-
-def _device(x: Any) -> Any:
-    from ._xp import device_of
-
-    return device_of(x)

@@ -16,7 +16,9 @@ Every source and receiver kind is a weighted point operator
 interpolated onto the node (weights 1/2 along each staggered axis), and a
 source spreads its amplitude with the same weights (the transpose).  New
 kinds (strain rates and their gauge-length averages for DAS, moment tensors)
-are new rows of weights here.
+are new rows of weights here: the strain rate ``exx`` at a node differences
+the two ``vx`` around it (weights -1/dx and +1/dx where ``vx`` is averaged
+with 1/2 and 1/2), and a gauge length adds such terms along the fibre.
 """
 
 from __future__ import annotations
@@ -91,17 +93,15 @@ class Kind:
     terms : tuple of (str, float)
         Fields read (receivers) or written (sources) at the node, each
         interpolated onto the node from its staggered positions, with a weight.
-    scale : str
-        For sources, the model-dependent scale of the injection:
-        ``"force"`` (``dt / (rho dV)`` at the field's node) or ``"stress"``
-        (``dt / dV``); unused for receivers.
+        A source on a velocity is scaled by ``dt / (rho dV)`` at the
+        velocity's cell (a force), one on a stress by ``dt / dV`` (see
+        :class:`~sweep.equations.elastic.eager.EagerElastic`).
     units : str
         Amplitude units (documentation and ``sweep show``).
     """
 
     name: str
     terms: tuple[tuple[str, float], ...]
-    scale: str = ""
     units: str = ""
 
 
@@ -109,9 +109,9 @@ def source_kinds(ndim: int) -> dict[str, Kind]:
     """Source kinds of ``ndim`` dimensions."""
     force = "N" if ndim == 3 else "N/m (a line force)"
     moment = "N m/s" if ndim == 3 else "N/s (per metre of line)"
-    out = {"f" + a: Kind("f" + a, ((velocity(a), 1.0),), "force", force) for a in AXES[ndim]}
+    out = {"f" + a: Kind("f" + a, ((velocity(a), 1.0),), force) for a in AXES[ndim]}
     # An explosion: an isotropic moment-rate tensor, -dt Mdot / dV on each normal stress.
-    out["p"] = Kind("p", tuple((stress(a, a), -1.0) for a in AXES[ndim]), "stress", moment)
+    out["p"] = Kind("p", tuple((stress(a, a), -1.0) for a in AXES[ndim]), moment)
     return out
 
 
