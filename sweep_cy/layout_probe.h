@@ -32,14 +32,15 @@ static int sweep_layout_probe(long long *out, int n) {
       SWEEP_L(zeta1), SWEEP_L(zeta1_new), SWEEP_L(pml_a), SWEEP_L(pml_b), SWEEP_L(src_amp),
       SWEEP_L(src_idx), SWEEP_L(rec), SWEEP_L(rec_idx), SWEEP_L(store), SWEEP_L(grad_v2dt2),
       SWEEP_L(grad_dv2dt2), SWEEP_L(grad_src), SWEEP_L(band_idx), SWEEP_L(band_row),
-      SWEEP_L(band_u), SWEEP_L(band_w), SWEEP_L(replay_w), SWEEP_L(outer_idx),
+      SWEEP_L(band_u), SWEEP_L(band_w), SWEEP_L(recon_u0_next),
+      SWEEP_L(recon_u0), SWEEP_L(recon_u1_next), SWEEP_L(recon_u1), SWEEP_L(replay_w), SWEEP_L(outer_idx),
       SWEEP_L(outer_row), SWEEP_L(cpml_pos), SWEEP_L(rec_groups), SWEEP_L(rec_order),
       sizeof(sweep_vrz_fields), SWEEP_V(kappa_dt2), SWEEP_V(buoyancy), SWEEP_V(u_prev),
       SWEEP_V(u), SWEEP_V(psi), SWEEP_V(psi_new), SWEEP_V(zeta), SWEEP_V(zeta_new),
       SWEEP_V(pml_a), SWEEP_V(pml_b), SWEEP_V(src_amp), SWEEP_V(src_idx), SWEEP_V(rec),
       SWEEP_V(rec_idx), SWEEP_V(store), SWEEP_V(grad_kappa_dt2), SWEEP_V(grad_buoyancy),
       SWEEP_V(grad_src), SWEEP_V(band_idx), SWEEP_V(band_row), SWEEP_V(band_u), SWEEP_V(band_w),
-      SWEEP_V(replay_w), SWEEP_V(outer_idx), SWEEP_V(outer_row), SWEEP_V(cpml_pos),
+      SWEEP_V(recon_u_next), SWEEP_V(recon_u), SWEEP_V(replay_w), SWEEP_V(outer_idx), SWEEP_V(outer_row), SWEEP_V(cpml_pos),
       SWEEP_V(rec_groups), SWEEP_V(rec_order)};
   const int m = (int)(sizeof(v) / sizeof(v[0]));
   for (int i = 0; i < m && i < n; ++i) out[i] = v[i];

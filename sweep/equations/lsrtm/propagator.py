@@ -195,9 +195,9 @@ def lsrtm(
     storage_bytes_limit_host
         As in :func:`sweep.acoustic` (``impl="c"``).  A gradient step keeps
         two snapshot values per cell (the background's and the scattered
-        field's ``W``), twice the acoustic storage; boundary saving does not
-        apply (the Born stepper is not reversible), so
-        ``MemoryOptions(strategy="boundary")`` is refused.
+        field's ``W``), twice the acoustic storage; boundary saving keeps
+        both fields and both ``W`` of the band and runs both fields
+        backwards in time.
 
     Returns
     -------

@@ -171,7 +171,8 @@ def vrz(
         As in :func:`sweep.acoustic`.  A snapshot of the compiled gradient
         holds ``2 + ndim`` values per cell and step (``W``, ``u`` and ``psi``
         of each axis), so full storage takes that many times the acoustic's;
-        boundary saving is not available (use checkpointing).
+        boundary saving keeps ``u`` and those values of the band and rebuilds
+        each step's snapshot in the adjoint pass.
 
     Returns
     -------
