@@ -102,6 +102,18 @@ SWEEP_DEFINE_BY_MASK(vrz_adj_row, vrz_adj_cells, (SWEEP_VRZ_ADJ_PARAMS), (SWEEP_
 SWEEP_DEFINE_BY_MASK(vrz_grad_row, vrz_grad_cells, (SWEEP_VRZ_GRAD_PARAMS),
                      (SWEEP_VRZ_GRAD_ARGS))
 
+/* The snapshot's values past W of row base (the cells h .. shape[2] - h):
+ * u^n and psi^n of each axis, at wr[x + v * shape[2]] for v = 1, 2, ... */
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_snapshot_u_psi)(
+    const sweep_acoustic_params *p, const SWEEP_R *u, SWEEP_R *const *psi, sweep_int base,
+    SWEEP_R *wr) {
+  const sweep_int h = SWEEP_H;
+  const size_t n = sizeof(SWEEP_R) * (size_t)(p->shape[2] - 2 * h);
+  memcpy(wr + p->shape[2] + h, u + base + h, n);
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d)
+    memcpy(wr + (2 + d - SWEEP_FIRST_AXIS) * p->shape[2] + h, psi[d] + base + h, n);
+}
+
 /* One row (z, y) of one shot (pointers offset to the shot), its x segments
  * in memory order, each with its mask.  With wr, the snapshot of the row:
  * value v of cell x at wr[x + v * shape[2]] (SWEEP_WR_PITCH): W^n, u^n, psi^n
@@ -123,12 +135,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_full_row)(
   SWEEP_MASK_SWITCH(outer, SWEEP_VRZ_SEGMENTS)
 #undef SWEEP_VRZ_ROW
 #undef SWEEP_VRZ_SEGMENTS
-  if (wr) {
-    const size_t n = sizeof(SWEEP_R) * (size_t)(x_end - h);
-    memcpy(wr + p->shape[2] + h, u + base + h, n);
-    for (int d = SWEEP_FIRST_AXIS; d < 3; ++d)
-      memcpy(wr + (2 + d - SWEEP_FIRST_AXIS) * p->shape[2] + h, psi[d] + base + h, n);
-  }
+  if (wr) SWEEP_FN(vrz_snapshot_u_psi)(p, u, psi, base, wr);
 }
 
 /* The adjoint of one row (z, y) of one shot: first the gradients of its
@@ -175,12 +182,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_edge_row)(
       SWEEP_CALL_BY_MASK(vrz_fwd_row, 4, (p, kappa_dt2, buoyancy, u, u_prev, psi, psi_new, zeta,
                                           pa, pb, wr, base, z, y, x0, x1))
   }
-  if (wr) {
-    const size_t n = sizeof(SWEEP_R) * (size_t)(x_end - h);
-    memcpy(wr + p->shape[2] + h, u + base + h, n);
-    for (int d = SWEEP_FIRST_AXIS; d < 3; ++d)
-      memcpy(wr + (2 + d - SWEEP_FIRST_AXIS) * p->shape[2] + h, psi[d] + base + h, n);
-  }
+  if (wr) SWEEP_FN(vrz_snapshot_u_psi)(p, u, psi, base, wr);
 }
 
 /* Boundary saving: one step backwards of u on the plain cells [plain_lo,
