@@ -8,7 +8,8 @@ variables, so a state here is two acoustic states
 :class:`CompiledLSRTM` is :class:`sweep._compiled.CompiledStepper` with the
 Born field table.  The snapshot of a step is ``W0`` and ``W1`` of the model
 and CPML cells (two values per cell); the adjoint carries ``mu = K lambda``
-as the acoustic one does.  It is not reversible: boundary saving would have to
+as the acoustic one does, the background's as ``G0 = mu0 + R mu1`` (see
+``cuda/lsrtm_stencil.h``).  It is not reversible: boundary saving would have to
 run both fields backwards and keep both bands (see :class:`CompiledLSRTM`).
 """
 
@@ -49,8 +50,8 @@ class BornCoefficients(NamedTuple):
     dv2dt2 : array
         ``dK = 2 K mp``, the factor of the Born source ``dK W0`` (forward).
     ratio : array
-        ``R = dK / K = 2 mp`` where ``K > 0``, zero elsewhere, the even mirror
-        in free-surface ghosts (adjoint: its tap field is ``mu0 + R mu1``).
+        ``R = dK / K = 2 mp`` where ``K > 0``, zero elsewhere (the adjoint's
+        background field is ``G0 = mu0 + R mu1``).
     """
 
     v2dt2: Any
@@ -71,10 +72,11 @@ class BornState(ForwardState):
 
 
 class BornAdjoint:
-    """The adjoint fields mu0, mu1 (:class:`AdjState` each) and the gradient accumulators.
+    """The adjoint fields G0, mu1 (:class:`AdjState` each) and the gradient accumulators.
 
-    ``background.grad_v2dt2`` accumulates ``sum_t mu0 (W0 - f) + mu1 W1``
-    (``K`` times the gradient with respect to ``K`` at fixed ``dK``) and
+    The background's field is ``G0 = mu0 + R mu1`` (``K lambda0 + dK lambda1``).
+    ``background.grad_v2dt2`` accumulates ``sum_t G0 (W0 - f) + mu1 W1``
+    (``K`` times the gradient with respect to ``K`` at fixed ``mp``) and
     ``scattered.grad_v2dt2`` ``sum_t mu1 (W0 - f)`` (``K`` times the gradient
     with respect to ``dK``), per shot; ``grad_src`` is the background's.
     """
@@ -103,7 +105,7 @@ class CompiledLSRTM(CompiledStepper):
     reversible = False
     fields = LSRTM_FIELDS
     grid_fields = _GRID
-    model_fields = frozenset({"v2dt2", "dv2dt2", "dv2dt2_ratio"})
+    model_fields = frozenset({"v2dt2", "dv2dt2"})
     writes = _WRITES
     snapshot_values = 2
 
@@ -168,7 +170,8 @@ class CompiledLSRTM(CompiledStepper):
         """Return the gradients with respect to the padded ``K`` and ``mp``, summed over shots.
 
         ``K`` enters the Born source too (``dK = 2 K mp``), so its gradient
-        at fixed ``mp`` is ``(A + R B) / K`` and that of ``mp`` is ``2 B``,
+        at fixed ``mp`` is ``A / K`` (``A`` holds ``G0 = mu0 + R mu1``, which
+        adds the ``R B`` of the Born source) and that of ``mp`` is ``2 B``,
         with ``A``, ``B`` the accumulators of :class:`BornAdjoint`.  Cells
         with ``K = 0`` take no part and get zero.
         """
@@ -177,17 +180,14 @@ class CompiledLSRTM(CompiledStepper):
         live = k > 0
         a = adj.background.grad_v2dt2.sum(axis=0)
         b = adj.scattered.grad_v2dt2.sum(axis=0)
-        g_k = xp.where(live, (a + coeffs.ratio * b) / xp.where(live, k, 1), 0).astype(a.dtype)
+        g_k = xp.where(live, a / xp.where(live, k, 1), 0).astype(a.dtype)
         g_mp = xp.where(live, 2 * b, 0).astype(b.dtype)
         return g_k, g_mp
 
     # -- the hooks of CompiledStepper -----------------------------------------------
     def _set_coefficients(self, f: _Fields, coeffs: BornCoefficients, *, adjoint: bool) -> None:
         f.set("v2dt2", coeffs.v2dt2)
-        if adjoint:
-            f.set("dv2dt2_ratio", coeffs.ratio)
-        else:
-            f.set("dv2dt2", coeffs.dv2dt2)
+        f.set("dv2dt2", coeffs.dv2dt2)
 
     def _receiver_record(self, x: Any) -> Any:
         return x if x.ndim == 4 else x[None]  # the adjoint's residuals: one set
