@@ -122,8 +122,10 @@
  *   SWEEP_EQ_FWD_RECORD_EXTRA(p, f, shot, off, t)  optional: records further
  *                              outputs of step t of the shot at off (into f's
  *                              arrays of slot_shots shots, unbuffered); runs
- *                              after the receivers when f->rec is set (not
- *                              in the blocked forward: SWEEP_EQ_BLOCKING 0).
+ *                              after the receivers when f->rec is set.  The
+ *                              blocked forward calls, when defined,
+ *   SWEEP_EQ_BLOCK_RECORD_EXTRA(p, f, shot, k, i, t)  instead, per receiver
+ *                              k of the shot (state index i).
  *   SWEEP_EQ_FWD_SOURCE(i, j, a)  adds amplitude a to the new state.
  *   SWEEP_EQ_GRAD(f)           the model gradient output, NULL when not wanted
  *                              (the call then correlates no snapshot).

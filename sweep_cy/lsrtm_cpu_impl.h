@@ -290,7 +290,9 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
 #define SWEEP_EQ_SNAP_VALUES 2
 /* A row of W0 (forward) or A1 (adjoint) per thread, for the vector rows. */
 #define SWEEP_EQ_ROW_SCRATCH 1
-#define SWEEP_EQ_BLOCKING 0
+/* One leapfrog stage per step for both fields, so forward steps that store
+ * nothing may be blocked in time (cpu_blocking.h). */
+#define SWEEP_EQ_BLOCKING 1
 #define SWEEP_EQ_MODEL(f)                                   \
   const SWEEP_R *v2dt2 = (const SWEEP_R *)(f)->v2dt2;       \
   const SWEEP_R *dv2dt2 = (const SWEEP_R *)(f)->dv2dt2
@@ -352,6 +354,26 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
       psi1_new_all[d] = tp;              \
     }                                    \
   } while (0)
+/* Blocked forward: the model, the state of one shot (after an odd or even
+ * number of rotations) and a row for W0 (the item's own: blocked items have
+ * no per-thread scratch). */
+#define SWEEP_EQ_BLOCK_STATE(f, odd, off)                                          \
+  SWEEP_EQ_MODEL(f);                                                              \
+  SWEEP_R *u0 = (SWEEP_R *)((odd) ? (f)->u0_prev : (f)->u0) + (off);             \
+  SWEEP_R *u0_prev = (SWEEP_R *)((odd) ? (f)->u0 : (f)->u0_prev) + (off);        \
+  SWEEP_R *u1 = (SWEEP_R *)((odd) ? (f)->u1_prev : (f)->u1) + (off);             \
+  SWEEP_R *u1_prev = (SWEEP_R *)((odd) ? (f)->u1 : (f)->u1_prev) + (off);        \
+  SWEEP_R *psi0[3], *psi0_new[3], *zeta0[3], *psi1[3], *psi1_new[3], *zeta1[3];  \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi0_new : (f)->psi0, off, psi0);             \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi0 : (f)->psi0_new, off, psi0_new);         \
+  SWEEP_FN(shot_axes)((f)->zeta0, off, zeta0);                                   \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi1_new : (f)->psi1, off, psi1);             \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi1 : (f)->psi1_new, off, psi1_new);         \
+  SWEEP_FN(shot_axes)((f)->zeta1, off, zeta1);                                   \
+  SWEEP_R eq_scratch[p->shape[2]]
+/* The background trace of receiver k of the shot (state index i) at step t. */
+#define SWEEP_EQ_BLOCK_RECORD_EXTRA(p, f, shot, k, i, t) \
+  (((SWEEP_R *)(f)->rec)[(((p)->slot_shots + (shot)) * (p)->n_rec + (k)) * (p)->nt + (t)] = u0[i])
 #define SWEEP_EQ_FWD_SAVED(off) ((const SWEEP_R *)NULL)
 #define SWEEP_EQ_FWD_LOAD_BAND(i, v) ((void)(i), (void)(v))
 

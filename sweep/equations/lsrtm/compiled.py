@@ -110,6 +110,8 @@ class CompiledLSRTM(CompiledStepper):
     snapshot_values = 2
 
     waves = 2  # u0 and u1 (state_bytes, live_state_bytes: CompiledStepper's)
+    time_blocking = True  # both fields leapfrog in one stage (cpu_blocking.h)
+    blocking_cell_bytes = 24  # u0, u0_prev, u1, u1_prev, K and dK at float32
 
     # -- facts the memory strategies use --------------------------------------
     @property
