@@ -10,10 +10,11 @@
  * field, W0 (or A1) going to a row buffer, and then adds the scattering term
  * from it: the same arithmetic in the same order per cell as the point
  * functions, so bitwise the scalar rows (tests/test_simd_rows.py).  Segments
- * shorter than a vector, and SWEEP_SIMD_ROWS=0, take the scalar rows.  2D
- * 300 x 1000, order 8, 4 shots, one thread, forward: 16.4 s with only the
- * scalar rows, whose forward the compiler did not vectorise
- * (benchmarks/README.md has the current figures).
+ * shorter than a vector, and SWEEP_SIMD_ROWS=0, take acoustic's scalar rows
+ * (forward) or the point functions (adjoint).  2D 300 x 1000, order 8, 4
+ * shots, nt 2000, one thread, forward: 16.4 s on the point functions alone,
+ * whose forward the compiler did not vectorise; 6.8 s now
+ * (benchmarks/README.md).
  *
  * Fields (sweep_lsrtm_fields, sweep_common.h): the forward's state is two
  * acoustic states, u0 / u0_prev / psi0 / psi0_new / zeta0 (the background)
@@ -26,7 +27,8 @@
  * n + 1), which the caller turns into the gradients of K and mp.  The
  * receivers record u1, and the forward records u0 at the same receivers
  * after them (rec is (2, slot_shots, n_rec, nt)).  No boundary saving (the
- * stepper is not reversible) and no temporal blocking.
+ * stepper is not reversible); forward steps that store nothing may be
+ * blocked in time.
  */
 #include "lsrtm_cpu.h"
 
