@@ -17,8 +17,9 @@ Two measurements (see the "Distributed" section of benchmarks/README.md):
 
 ``overhead``
     Per-call costs of each engine on loopback for 1, 2 and 4 workers or
-    ranks, with no propagation in them: Dask's scatter of a model to every
-    worker, the launch and return of one no-op task per worker, the fixed
+    ranks, with no propagation in them: sending a model to every worker
+    (as ``gradient`` does: one task returning it, read by a task on each
+    worker), the launch and return of one no-op task per worker, the fixed
     tree reduction of one model-size gradient per worker, and a whole
     ``sweep.distributed.gradient`` call on a tiny problem; torch.distributed
     (gloo): broadcast of the model, a barrier, and an all-reduce of a
@@ -50,7 +51,7 @@ from typing import Any
 import numpy as np
 
 import sweep
-from sweep.distributed import gradient, l2_misfit
+from sweep.distributed import _model_task, gradient, l2_misfit
 from sweep.models import ricker, surface_acquisition, synthetic_model
 
 # The coarse benchmark grid's dispersion warning, once per call, would bury the output.
@@ -282,12 +283,17 @@ def _part(model: np.ndarray, i: int) -> dict[str, Any]:
 
 
 def dask_overheads(workers: int, sizes: list[int], n: int) -> dict[str, Any]:
+    import dask
+
     from sweep.distributed import _combine
 
     cluster, client = _cluster(workers)
     out: dict[str, Any] = {"workers": workers}
+    # As sweep.distributed.gradient does: a model inside a task is meant to be there.
+    large = dask.config.set({"distributed.admin.large-graph-warning-threshold": "1TB"})
     try:
         client.wait_for_workers(workers)
+        names = list(client.scheduler_info()["workers"])
 
         def launch() -> None:
             futures = [client.submit(int, i, pure=False) for i in range(workers)]
@@ -297,11 +303,16 @@ def dask_overheads(workers: int, sizes: list[int], n: int) -> dict[str, Any]:
         for size in sizes:
             model = np.ones(size // 4, np.float32)
 
-            def scatter(model=model) -> None:
-                f = client.scatter([model], broadcast=True, hash=False)
-                client.gather(client.submit(len, f[0], pure=False))
+            def send(model=model) -> None:
+                f = client.submit(_model_task, model, pure=False)
+                readers = [
+                    client.submit(len, f, pure=False, workers=[w], allow_other_workers=False)
+                    for w in names
+                ]
+                client.gather(readers)
 
-            model_f = client.scatter([model], broadcast=True, hash=False)
+            model_f = [client.submit(_model_task, model, pure=False)]
+            client.gather(model_f)
 
             def reduce(model_f=model_f) -> None:
                 parts = [client.submit(_part, model_f[0], i, pure=False) for i in range(workers)]
@@ -316,12 +327,13 @@ def dask_overheads(workers: int, sizes: list[int], n: int) -> dict[str, Any]:
                 if len(last) == 2:
                     _combine(*last)
 
-            out[f"scatter_{size}B_s"] = _median_time(scatter, n) - out["launch_s"]
+            out[f"send_{size}B_s"] = _median_time(send, n) - out["launch_s"]
             out[f"launch_and_reduce_{size}B_s"] = _median_time(reduce, n)
         tiny = problem(shape=(20, 40), nt=20, n_shots=2 * workers)
         out["tiny_compute_serial_s"] = _median_time(lambda: serial_gradient(tiny, 1), n)
         out["tiny_gradient_call_s"] = _median_time(lambda: dask_gradient(tiny, client, 2), n)
     finally:
+        large.__exit__(None, None, None)
         client.close()
         cluster.close()
     return out

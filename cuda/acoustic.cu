@@ -16,20 +16,6 @@
 #include "acoustic_stencil.h"
 #include "sweep_cuda.h"
 
-/* Position of cell c in outer_idx (the CPML and the band, in flat order), or
- * -1 for a plain cell: a row outside the plain cells in z or y is outer as a
- * whole, others at their two x ends (copy_outer_row on the CPU). */
-__device__ __forceinline__ sweep_int sweep_outer_pos(const sweep_acoustic_params &p,
-                                                     const sweep_int *outer_row,
-                                                     const sweep_int *c, int mask) {
-  const sweep_int r = outer_row[c[0] * p.shape[1] + c[1]];
-  if (r < 0) return -1;
-  if (mask & 3) return r + c[2] - p.store_lo[2];
-  if (c[2] < p.plain_lo[2]) return r + c[2] - p.store_lo[2];
-  if (c[2] >= p.plain_hi[2]) return r + (p.plain_lo[2] - p.store_lo[2]) + c[2] - p.plain_hi[2];
-  return -1;
-}
-
 /* slot: compact snapshot slot of this step, or -1 (not stored). */
 extern "C" __global__ void acoustic_forward(const sweep_acoustic_params p,
                                             const sweep_acoustic_fields f, sweep_int slot) {

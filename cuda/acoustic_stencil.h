@@ -243,6 +243,23 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_model_point)(const sweep_acoustic_params *p
   return w;
 }
 
+/* W^n of a plain cell (the plain Laplacian of u), as the forward computes it. */
+SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_plain_point)(const sweep_acoustic_params *p,
+                                                  const SWEEP_R *SWEEP_RESTRICT u, sweep_int i) {
+  SWEEP_COEFFS;
+  SWEEP_R w = 0;
+  SWEEP_UNROLL
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
+    const sweep_int s = p->stride[d];
+    SWEEP_R d2u;
+#define ACC_U(k) u[i + (k) * s]
+    SWEEP_D2(d2u, ACC_U);
+#undef ACC_U
+    w = SWEEP_W_PLAIN(w, d2u, (SWEEP_R)p->rdx2[d]);
+  }
+  return w;
+}
+
 /*
  * One backward-in-time step of the forward wavefield at a plain cell, fused
  * with the model-gradient correlation: u_next holds u^{n+1} and receives
@@ -255,17 +272,7 @@ SWEEP_HD void SWEEP_FN(acoustic_recon_point)(const sweep_acoustic_params *p,
                                              SWEEP_R *SWEEP_RESTRICT u_next,
                                              const SWEEP_R *SWEEP_RESTRICT mu,
                                              SWEEP_R *SWEEP_RESTRICT grad, sweep_int i) {
-  SWEEP_COEFFS;
-  SWEEP_R w = 0;
-  SWEEP_UNROLL
-  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
-    const sweep_int s = p->stride[d];
-    SWEEP_R d2u;
-#define ACC_U(k) u[i + (k) * s]
-    SWEEP_D2(d2u, ACC_U);
-#undef ACC_U
-    w = SWEEP_W_PLAIN(w, d2u, (SWEEP_R)p->rdx2[d]);
-  }
+  const SWEEP_R w = SWEEP_FN(acoustic_w_plain_point)(p, u, i);
   grad[i] = SWEEP_FMA(mu[i], w, grad[i]);
   u_next[i] = SWEEP_LEAPFROG(v2dt2[i], w, u[i], u_next[i]);
 }

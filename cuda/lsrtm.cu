@@ -4,9 +4,11 @@
  * lsrtm_stencil.h, the same code the CPU kernels run (acoustic's point
  * functions for both fields).  One step is: stencil kernel, then receivers,
  * sources, then free-surface ghosts of both fields, as for the acoustic
- * kernels; no boundary saving.  A snapshot slot holds W0 of every shot, then
- * W1 (SWEEP_EQ_SNAP_VALUES 2 of the CPU kernels); the forward's rec holds the
- * scattered traces, then the background ones.
+ * kernels, with boundary saving's kernels where acoustic.cu has them.  A
+ * snapshot slot holds W0 of every shot, then W1 (SWEEP_EQ_SNAP_VALUES 2 of
+ * the CPU kernels), and so do a slot of band_w and of replay_w; a slot of
+ * band_u holds u0, then u1.  The forward's rec holds the scattered traces,
+ * then the background ones.
  */
 #include "sweep_common.h"
 #define SWEEP_STENCIL_KEEP_MACROS
@@ -35,11 +37,22 @@ extern "C" __global__ void lsrtm_forward(const sweep_acoustic_params p, const sw
     pa[d] = (const R *)f.pml_a[d];
     pb[d] = (const R *)f.pml_b[d];
   }
+  const int mask = sweep_pml_mask(p, c);
+  /* The CPML replay holds the outer cells only (the band's u0, u1 loaded each step). */
+  if (f.replay_w && !mask) return;
   R w[2];
   FN(lsrtm_fwd_point)(&p, (const R *)f.v2dt2, (const R *)f.dv2dt2, (const R *)f.u0 + off,
                       (R *)f.u0_prev + off, psi0, psi0_new, zeta0, (const R *)f.u1 + off,
                       (R *)f.u1_prev + off, psi1, psi1_new, zeta1, pa, pb, i, c[0], c[1], c[2],
-                      sweep_pml_mask(p, c), w);
+                      mask, w);
+  if (f.replay_w) {
+    const sweep_int o = sweep_outer_pos(p, f.outer_row, c, mask);
+    if (o >= 0) {
+      R *rw = (R *)f.replay_w + 2 * slot * p.n_shots * p.n_outer;
+      rw[shot * p.n_outer + o] = w[0];
+      rw[(p.n_shots + shot) * p.n_outer + o] = w[1];
+    }
+  }
   if (f.store && slot >= 0) {
     const sweep_int m = sweep_store_index(p, c);
     if (m >= 0) {
@@ -48,6 +61,72 @@ extern "C" __global__ void lsrtm_forward(const sweep_acoustic_params p, const sw
       st[shot * mc + m] = w[0];
       st[(p.n_shots + shot) * mc + m] = w[1];
     }
+  }
+}
+
+/* CPML replay: the band's saved u0^t, u1^t into u0, u1 before the step. */
+extern "C" __global__ void lsrtm_band_load(const sweep_acoustic_params p,
+                                           const sweep_lsrtm_fields f, sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_band) return;
+  const sweep_int shot = item / p.n_band, i = shot * p.shot_stride + f.band_idx[item % p.n_band];
+  const R *bu = (const R *)f.band_u + 2 * slot * p.n_shots * p.n_band;
+  ((R *)f.u0)[i] = bu[item];
+  ((R *)f.u1)[i] = bu[p.n_shots * p.n_band + item];
+}
+
+/* Boundary saving, forward: u0^t, u1^t, W0^t and W1^t of the band (before the step). */
+extern "C" __global__ void lsrtm_band_save(const sweep_acoustic_params p,
+                                           const sweep_lsrtm_fields f, sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_band) return;
+  const sweep_int shot = item / p.n_band, j = f.band_idx[item % p.n_band];
+  const sweep_int off = shot * p.shot_stride, vs = p.n_shots * p.n_band;
+  R *psi0[3], *psi1[3];
+  sweep_axes(f.psi0, off, psi0);
+  sweep_axes(f.psi1, off, psi1);
+  const sweep_int o = 2 * slot * vs + item;
+  ((R *)f.band_u)[o] = ((const R *)f.u0)[off + j];
+  ((R *)f.band_u)[o + vs] = ((const R *)f.u1)[off + j];
+  ((R *)f.band_w)[o] = FN(acoustic_w_model_point)(&p, (const R *)f.u0 + off, psi0, j);
+  ((R *)f.band_w)[o + vs] = FN(acoustic_w_model_point)(&p, (const R *)f.u1 + off, psi1, j);
+}
+
+/* The model gradients of cell i from a saved W0 (w[0]) and W1 (w[vs]), as
+ * the snapshot correlation of lsrtm_adjoint. */
+__device__ __forceinline__ void lsrtm_correlate_saved(const sweep_lsrtm_fields &f, sweep_int i,
+                                                      const R *w, sweep_int vs) {
+  const R m0 = ((const R *)f.u0)[i], m1 = ((const R *)f.u1)[i]; /* m0: G0 */
+  R *gk = (R *)f.grad_v2dt2, *gd = (R *)f.grad_dv2dt2;
+  gk[i] = gk[i] + m0 * w[0] + m1 * w[vs];
+  gd[i] += m1 * w[0];
+}
+
+/* Boundary saving, adjoint: correlate the CPML cells with W^t of the replay. */
+extern "C" __global__ void lsrtm_replay_correlate(const sweep_acoustic_params p,
+                                                  const sweep_lsrtm_fields f, sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_cpml) return;
+  const sweep_int shot = item / p.n_cpml, j = f.cpml_pos[item % p.n_cpml];
+  const sweep_int vs = p.n_shots * p.n_outer;
+  lsrtm_correlate_saved(f, shot * p.shot_stride + f.outer_idx[j],
+                        (const R *)f.replay_w + 2 * slot * vs + shot * p.n_outer + j, vs);
+}
+
+/* Boundary saving, adjoint: correlate the band's saved W0^t, W1^t and restore
+ * u0^{t-1}, u1^{t-1} there (after lsrtm_adjoint_sources). */
+extern "C" __global__ void lsrtm_band_restore(const sweep_acoustic_params p,
+                                              const sweep_lsrtm_fields f, sweep_int slot,
+                                              int restore_u) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_band) return;
+  const sweep_int shot = item / p.n_band;
+  const sweep_int i = shot * p.shot_stride + f.band_idx[item % p.n_band];
+  const sweep_int vs = p.n_shots * p.n_band, o = 2 * slot * vs + item;
+  lsrtm_correlate_saved(f, i, (const R *)f.band_w + o, vs);
+  if (restore_u) {
+    ((R *)f.recon_u0_next)[i] = ((const R *)f.band_u)[o];
+    ((R *)f.recon_u1_next)[i] = ((const R *)f.band_u)[o + vs];
   }
 }
 
@@ -97,6 +176,8 @@ extern "C" __global__ void lsrtm_ghosts(const sweep_acoustic_params p, R *field,
  * G0 in the u0 slot).  slot >= 0: the model gradients from the snapshot of
  * that slot, grad_v2dt2 += G0 W0 + mu1 W1 and grad_dv2dt2 += mu1 W0 (at
  * t + 1, before the step).
+ * f.recon_u0 set: also run both forward fields one step backwards on the
+ * plain cells, correlating there (boundary saving).
  */
 extern "C" __global__ void lsrtm_adjoint(const sweep_acoustic_params p, const sweep_lsrtm_fields f,
                                          sweep_int slot) {
@@ -130,9 +211,15 @@ extern "C" __global__ void lsrtm_adjoint(const sweep_acoustic_params p, const sw
       gd[i] += mu1[i] * w0;
     }
   }
+  const int mask = sweep_pml_mask(p, c);
   FN(lsrtm_adj_point)(&p, (const R *)f.v2dt2, (const R *)f.dv2dt2, g0,
                       (R *)f.u0_prev + off, P0, P0n, Z0, Z0n, mu1, (R *)f.u1_prev + off, P1, P1n,
-                      Z1, Z1n, pa, pb, i, c[0], c[1], c[2], sweep_pml_mask(p, c));
+                      Z1, Z1n, pa, pb, i, c[0], c[1], c[2], mask);
+  if (f.recon_u0 && f.grad_v2dt2 && !mask)
+    FN(lsrtm_recon_point)(&p, (const R *)f.v2dt2, (const R *)f.dv2dt2,
+                          (const R *)f.recon_u0 + off, (R *)f.recon_u0_next + off,
+                          (const R *)f.recon_u1 + off, (R *)f.recon_u1_next + off, g0, mu1,
+                          (R *)f.grad_v2dt2 + off, (R *)f.grad_dv2dt2 + off, i);
 }
 
 /* Source terms, reading G0^{t+1}, mu1^{t+1}: dL/df = -G0, and the model
@@ -152,6 +239,15 @@ extern "C" __global__ void lsrtm_adjoint_sources(const sweep_acoustic_params p,
       const R amp = ((const R *)f.src_amp)[a];
       ((R *)f.grad_v2dt2)[off + j] -= amp * g0[j];
       ((R *)f.grad_dv2dt2)[off + j] -= amp * mu1[j];
+    }
+  }
+  if (f.recon_u0 && f.grad_v2dt2 && f.src_amp) {
+    /* u^{t+1} held the source terms of step t; the backward step removes them. */
+    for (sweep_int k = 0; k < p.n_src; ++k) {
+      const sweep_int j = f.src_idx[shot * p.n_src + k];
+      const R a = ((const R *)f.src_amp)[(shot * p.n_src + k) * p.nt + t];
+      ((R *)f.recon_u0_next)[off + j] -= ((const R *)f.v2dt2)[j] * a;
+      ((R *)f.recon_u1_next)[off + j] -= ((const R *)f.dv2dt2)[j] * a;
     }
   }
 }

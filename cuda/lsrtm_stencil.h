@@ -55,6 +55,33 @@ SWEEP_HD void SWEEP_FN(lsrtm_fwd_point)(
 }
 
 /*
+ * Boundary saving: one backward-in-time step of both fields at a plain cell,
+ * fused with the model-gradient correlations (acoustic_recon_point for each
+ * field, plus the Born source):
+ *
+ *   u0^{n-1} = K W0^n + 2 u0^n - u0^{n+1}
+ *   u1^{n-1} = K W1^n + 2 u1^n - u1^{n+1} + dK W0^n
+ *
+ * (the sources are removed by the caller).  u0_next, u1_next hold u^{n+1} and
+ * receive u^{n-1}; gk += g0 W0 + mu1 W1 and gd += mu1 W0 with G0 and mu1 at
+ * n + 1 (g0: the adjoint's G0, in mu0's slot).
+ */
+SWEEP_HD void SWEEP_FN(lsrtm_recon_point)(
+    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
+    const SWEEP_R *SWEEP_RESTRICT dv2dt2, const SWEEP_R *SWEEP_RESTRICT u0,
+    SWEEP_R *SWEEP_RESTRICT u0_next, const SWEEP_R *SWEEP_RESTRICT u1,
+    SWEEP_R *SWEEP_RESTRICT u1_next, const SWEEP_R *SWEEP_RESTRICT g0,
+    const SWEEP_R *SWEEP_RESTRICT mu1, SWEEP_R *SWEEP_RESTRICT gk, SWEEP_R *SWEEP_RESTRICT gd,
+    sweep_int i) {
+  const SWEEP_R w0 = SWEEP_FN(acoustic_w_plain_point)(p, u0, i);
+  const SWEEP_R w1 = SWEEP_FN(acoustic_w_plain_point)(p, u1, i);
+  gk[i] = gk[i] + g0[i] * w0 + mu1[i] * w1;
+  gd[i] += mu1[i] * w0;
+  u0_next[i] = SWEEP_LEAPFROG(v2dt2[i], w0, u0[i], u0_next[i]);
+  u1_next[i] = SWEEP_FMA(dv2dt2[i], w0, SWEEP_LEAPFROG(v2dt2[i], w1, u1[i], u1_next[i]));
+}
+
+/*
  * Adjoint update of point i of both fields (see acoustic_adj_point): mu1 and
  * G0 as acoustic's, then G0 += dK A1.  g0, mu1 hold step n + 1 and are only
  * read; g0_prev, mu1_prev, P*_new, Z*_new receive step n.

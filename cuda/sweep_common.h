@@ -94,8 +94,10 @@ typedef struct sweep_acoustic_params {
  * Arrays of one call of the VRZ kernels (variable density, cuda/vrz_stencil.h),
  * sharing sweep_acoustic_params.  The members named as in
  * sweep_acoustic_fields (below) mean what they mean there (the members the
- * CPU skeleton reads, cpu_skeleton.h, must have those names); boundary
- * saving's stay NULL (the VRZ stepper is not reversible).
+ * CPU skeleton reads, cpu_skeleton.h, must have those names).  Boundary
+ * saving keeps the band's u (band_u) and snapshot values (band_w), and the
+ * adjoint rebuilds each step's snapshot in store (one slot) from recon_u
+ * and the saves (SWEEP_EQ_RECON_SNAPSHOT of the CPU skeleton).
  */
 typedef struct sweep_vrz_fields {
   const void *kappa_dt2;  /* K = z vp dt^2 on the padded grid, zero where u is not updated */
@@ -120,7 +122,9 @@ typedef struct sweep_vrz_fields {
   const sweep_int *band_idx;
   const sweep_int *band_row;
   void *band_u;
-  void *band_w;
+  void *band_w;           /* boundary saving: the band's 2 + ndim snapshot values */
+  void *recon_u_next;     /* u run backwards (boundary saving's adjoint) */
+  void *recon_u;
   void *replay_w;
   const sweep_int *outer_idx;
   const sweep_int *outer_row;
@@ -185,16 +189,16 @@ typedef struct sweep_acoustic_fields {
 /*
  * Arrays of one call of the Born (LSRTM) kernels, sharing sweep_acoustic_params.
  * Two acoustic wavefields, each with its own CPML memory variables: the
- * background u0 and the scattered u1 (the adjoint's mu0 and mu1 in the same
- * slots, with zeta*_new as acoustic's).  The members the CPU skeleton reads
- * (cpu_skeleton.h) have the names of sweep_acoustic_fields; boundary saving's
- * stay NULL (the Born stepper is not reversible).
+ * background u0 and the scattered u1 (the adjoint's G0 = mu0 + R mu1 and mu1
+ * in the same slots, with zeta*_new as acoustic's; cuda/lsrtm_stencil.h).  The members the CPU skeleton reads
+ * (cpu_skeleton.h) have the names of sweep_acoustic_fields.  Boundary saving
+ * keeps u0 and u1 of the band (band_u) and W0, W1 (band_w), and runs both
+ * fields backwards in recon_u0* and recon_u1*.
  */
 typedef struct sweep_lsrtm_fields {
   const void *v2dt2;        /* K = (vp dt)^2 on the padded grid, as acoustic's v2dt2 */
-  const void *dv2dt2;       /* dK = 2 K mp, the Born source's factor (forward) */
-  const void *dv2dt2_ratio; /* dK / K = 2 mp where K > 0, even mirror in free-surface
-                               ghosts like v2dt2 (adjoint) */
+  const void *dv2dt2;       /* dK = 2 K mp, the Born source's factor (and the
+                               adjoint's scattering term) */
   void *u0_prev;
   void *u0;
   void *psi0[3];
@@ -215,13 +219,17 @@ typedef struct sweep_lsrtm_fields {
                                background traces; adjoint: the scattered residuals */
   const sweep_int *rec_idx;
   void *store;              /* W0^t and W1^t of the store cells: SWEEP_EQ_SNAP_VALUES 2 */
-  void *grad_v2dt2;         /* (n_shots, shot_stride): sum mu0 (W0 - f) + mu1 W1, or NULL */
+  void *grad_v2dt2;         /* (n_shots, shot_stride): sum G0 (W0 - f) + mu1 W1, or NULL */
   void *grad_dv2dt2;        /* (n_shots, shot_stride): sum mu1 (W0 - f), or NULL */
   void *grad_src;
   const sweep_int *band_idx;
   const sweep_int *band_row;
-  void *band_u;
-  void *band_w;
+  void *band_u;             /* boundary saving: u0^t, u1^t of the band (SWEEP_EQ_BAND_VALUES 2) */
+  void *band_w;             /* W0^t, W1^t of the band */
+  void *recon_u0_next;      /* the forward fields run backwards (boundary saving's adjoint) */
+  void *recon_u0;
+  void *recon_u1_next;
+  void *recon_u1;
   void *replay_w;
   const sweep_int *outer_idx;
   const sweep_int *outer_row;

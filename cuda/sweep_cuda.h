@@ -86,6 +86,38 @@ __device__ __forceinline__ sweep_int sweep_store_cells(const sweep_acoustic_para
          (p.store_hi[2] - p.store_lo[2]);
 }
 
+/* Position of cell c in outer_idx (the CPML and the band, in flat order), or
+ * -1 for a plain cell: a row outside the plain cells in z or y is outer as a
+ * whole, others at their two x ends (copy_outer_row on the CPU). */
+__device__ __forceinline__ sweep_int sweep_outer_pos(const sweep_acoustic_params &p,
+                                                     const sweep_int *outer_row,
+                                                     const sweep_int *c, int mask) {
+  const sweep_int r = outer_row[c[0] * p.shape[1] + c[1]];
+  if (r < 0) return -1;
+  if (mask & 3) return r + c[2] - p.store_lo[2];
+  if (c[2] < p.plain_lo[2]) return r + c[2] - p.store_lo[2];
+  if (c[2] >= p.plain_hi[2]) return r + (p.plain_lo[2] - p.store_lo[2]) + c[2] - p.plain_hi[2];
+  return -1;
+}
+
+/* Position of cell c in band_idx (the model cells that are not plain, in
+ * flat order), or -1: a model row outside the plain cells in z or y is band
+ * as a whole, others at their two x ends (row_ends of the CPU skeleton,
+ * clamped the same way on narrow models). */
+__device__ __forceinline__ sweep_int sweep_band_pos(const sweep_acoustic_params &p,
+                                                    const sweep_int *band_row,
+                                                    const sweep_int *c, int mask) {
+  const sweep_int r = band_row[c[0] * p.shape[1] + c[1]];
+  const sweep_int lo = p.model_lo[2], hi = p.model_hi[2];
+  if (r < 0 || c[2] < lo || c[2] >= hi) return -1;
+  const int outer = (mask & 3) != 0;
+  const sweep_int a = outer || p.plain_lo[2] > hi ? hi : p.plain_lo[2];
+  const sweep_int b = outer || p.plain_hi[2] < a ? hi : p.plain_hi[2];
+  if (c[2] < a) return r + c[2] - lo;
+  if (c[2] >= b) return r + (a - lo) + c[2] - b;
+  return -1;
+}
+
 /* Odd mirror of field into one ghost cell (item) of face (axis d, side). */
 __device__ __forceinline__ void sweep_mirror_ghost(const sweep_acoustic_params &p, R *field,
                                                    int d, int side, sweep_int item) {

@@ -10,10 +10,11 @@ the eager Array-API code (``impl="eager"``).  ``sweep.vjp`` gives gradients,
 from __future__ import annotations
 
 from . import backend, distributed, equations
+from ._api import estimate_memory
 from ._config import config
 from ._impl import binding_error
 from ._vjp import vjp
-from .acoustic import AcousticResult, acoustic, estimate_memory
+from .acoustic import AcousticResult, acoustic
 from .equations.lsrtm import LSRTMResult, lsrtm
 from .equations.vrz import VRZResult, vrz
 

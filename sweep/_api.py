@@ -10,11 +10,15 @@ and its adjoint through the memory strategies.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from . import _callbacks, _memory
 from . import _validate as val
+from ._eager_memory import eager_memory
 from ._impl import binding_error, binding_fix
 from ._xp import from_kernel_array, is_cupy_array, is_jax_array, is_torch_array
 
@@ -23,6 +27,8 @@ __all__ = [
     "compiled_forward",
     "compiled_pullback",
     "eager_vjp",
+    "estimate_memory",
+    "memory_estimate_of",
 ]
 
 
@@ -257,3 +263,70 @@ def compiled_pullback(
 
     pullback.release = tape.close  # type: ignore[attr-defined]
     return pullback
+
+
+def estimate_memory(*args: Any, **kwargs: Any) -> _memory.MemoryEstimate:
+    """Estimate the memory of a gradient run without running it.
+
+    ``sweep.estimate_memory(sweep.vrz, vp, z, dx, dt, **keywords)`` takes a
+    propagator and exactly its arguments (validated the same way);
+    ``sweep.estimate_memory(v, dx, dt, **keywords)`` is the acoustic's.  It
+    reports, for the compiled implementation, the estimated peak bytes of a
+    forward + adjoint run under each memory strategy, the storage each keeps,
+    and the plan the call's own memory keywords would choose; and for the
+    eager implementation (gradients from PyTorch or JAX), the peak with and
+    without checkpointing.
+
+    Returns
+    -------
+    MemoryEstimate
+        ``.peak`` (bytes under the chosen plan), ``.plan``, ``.strategies``
+        (peak bytes per strategy), ``.storage`` and ``.forward_peak`` of the
+        compiled implementation; ``.eager`` (an
+        :class:`~sweep._eager_memory.EagerMemoryEstimate`: ``.ckpt``, the
+        checkpointed peak of ``PropTorch``'s default, ``.plain``, the peak
+        keeping the whole graph, ``.ckpt_chunks`` and ``.forward``), or None
+        for an equation whose eager residuals are not modelled (VRZ).
+    """
+    if args and callable(args[0]):
+        fn, args = args[0], args[1:]
+        estimate = getattr(fn, "__sweep_memory__", None)
+        if estimate is None:
+            name = getattr(fn, "__name__", repr(fn))
+            raise TypeError(
+                f"{name} has no memory estimate: estimate_memory takes a sweep propagator with "
+                "compiled kernels (sweep.acoustic, sweep.vrz, sweep.lsrtm) and its arguments"
+            )
+        return estimate(*args, **kwargs)
+    from .acoustic import acoustic
+
+    return acoustic.__sweep_memory__(*args, **kwargs)  # type: ignore[attr-defined]
+
+
+def memory_estimate_of(
+    fn: Callable[..., Any],
+    prepare: Callable[..., Any],
+    stepper: Callable[..., Any],
+    args: tuple,
+    kwargs: dict[str, Any],
+    *,
+    eager_states: int | None,
+) -> _memory.MemoryEstimate:
+    """Estimate the memory of one call of the propagator ``fn``.
+
+    ``prepare`` validates ``fn``'s bound arguments and returns the call (its
+    ``geom`` and ``memory``); ``stepper(geom, xp, dtype)`` is the equation's
+    compiled stepper, whose sizes the memory planner reads; ``eager_states``
+    the coupled wavefields of an eager step (:func:`sweep._eager_memory.eager_memory`),
+    or None where the eager path's residuals are not modelled.
+    """
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    call = prepare(**bound.arguments)
+    first = next(iter(bound.arguments.values()))  # the first model: its dtype and library
+    dtype = np.dtype(val.dtype_name(first))
+    xp = __import__("cupy") if is_cupy_array(first) else np
+    estimate = _memory.memory_estimate(stepper(call.geom, xp, dtype), call.memory)
+    if eager_states is not None:
+        estimate.eager = eager_memory(call.geom, dtype.itemsize, states=eager_states)
+    return estimate

@@ -272,6 +272,7 @@ class CompiledStepper:
     model_fields = frozenset({"v2dt2"})  # padded model arrays (row pitch)
     writes = _WRITES  # per direction (adjoint?), the buffers the kernels write
     snapshot_values = 1  # values per cell of a snapshot (SWEEP_EQ_SNAP_VALUES)
+    band_values = 1  # state values per band cell of boundary saving (SWEEP_EQ_BAND_VALUES)
     waves = 1  # wavefields stepped together (FwdState / AdjState each)
     time_blocking = False  # forward calls that store nothing may be blocked in time
     # Temporal blocking's facts (sweep._blocking), where it applies.
@@ -330,8 +331,43 @@ class CompiledStepper:
         ``(values, n_shots, *store_shape)`` for several (:attr:`snapshot_values`).
         """
         g = self.geom
-        shape = (g.n_shots, *g.store_shape)
-        return shape if self.snapshot_values == 1 else (self.snapshot_values, *shape)
+        return self._with_values((g.n_shots, *g.store_shape), self.snapshot_values)
+
+    @staticmethod
+    def _with_values(shape: tuple[int, ...], values: int) -> tuple[int, ...]:
+        """Return ``shape`` for one value per cell, ``(values, *shape)`` for several."""
+        return shape if values == 1 else (values, *shape)
+
+    # -- boundary saving (reversible steppers; see sweep._stepper.ReversibleStepper) --
+    @property
+    def band_shape(self) -> tuple[int, ...]:
+        """Shape of one step's band save of the state (``band_u``), every shot."""
+        return self._with_values((self.geom.n_shots, len(self.geom.band_idx)), self.band_values)
+
+    @property
+    def band_w_shape(self) -> tuple[int, ...]:
+        """Shape of one step's band save of the snapshot (``band_w``), every shot."""
+        g = self.geom
+        return self._with_values((g.n_shots, len(g.band_idx)), self.snapshot_values)
+
+    @property
+    def outer_shape(self) -> tuple[int, ...]:
+        """Shape of one step of a CPML replay's output (the outer cells' snapshots, every shot)."""
+        g = self.geom
+        return self._with_values((g.n_shots, len(g.outer_idx)), self.snapshot_values)
+
+    @property
+    def outer_state_bytes(self) -> int:
+        """Bytes of the state a CPML replay starts from (``outer_parts`` of the state).
+
+        Per wavefield u^{t-1}, u^t, psi and zeta, each on the strips of every axis.
+        """
+        return self.waves * self.geom.n_shots * 4 * self._strip_cells * self.dtype.itemsize
+
+    @property
+    def reconstruction_bytes(self) -> int:
+        """Bytes of the reconstructed u^{t+1} and u^t of every wavefield."""
+        return 2 * self.waves * self.field_bytes
 
     @functools.cached_property
     def _strip_cells(self) -> int:
@@ -439,6 +475,17 @@ class CompiledStepper:
         out.update(dict.fromkeys(self.model_fields, (g.padded_shape, pitch)))
         for d, ax in enumerate(self.axes):
             out["pml_a", ax] = out["pml_b", ax] = ((g.padded_shape[d],), 0)
+        if self.reversible:
+            out |= {
+                "band_u": ((-1, *self.band_shape), 0),
+                "band_w": ((-1, *self.band_w_shape), 0),
+                "band_idx": ((len(g.band_idx),), 0),
+                "band_row": ((len(g.band_row),), 0),
+                "replay_w": ((-1, *self.outer_shape), 0),
+                "outer_idx": ((len(g.outer_idx),), 0),
+                "outer_row": ((len(g.outer_row),), 0),
+                "cpml_pos": ((len(g.cpml_pos),), 0),
+            }
         return out
 
     def kernel_input(self, x: Any, *, name: str, dtype: Any = None) -> Any:
@@ -589,8 +636,9 @@ class CompiledStepper:
         ``receivers`` (n_shots, n_rec, nt) receives samples t0..t0+n-1.
         ``store`` receives the snapshot (acoustic: W of the model and CPML
         cells) of every step ``t`` with ``t % store_every == 0``, slot 0 being
-        the first such step.  ``band_u``/``band_w`` (n, n_shots, n_band)
-        receive the band of u^t and W^t (boundary saving, reversible steppers).
+        the first such step.  ``band_u`` (n, *band_shape) and ``band_w`` (n,
+        *band_w_shape) receive the band's state (acoustic: u^t) and snapshot
+        (W^t) (boundary saving, reversible steppers).
         """
         if n <= 0:
             return
@@ -728,7 +776,45 @@ class CompiledStepper:
     def _reconstruction(self, f: _Fields, adj: Any, band_w: Any, band_u_offset: Any,
                         replay_w: Any) -> bool:  # fmt: skip
         """Point ``f`` at boundary saving's buffers when ``adj`` reconstructs; whether it does."""
-        return False
+        recon = self._recon_fields(adj)
+        if not recon:
+            return False
+        for name, value in recon.items():
+            f.set(name, value)
+        self._band(f, replay_w)
+        f.set("band_w", band_w)
+        arr, offset = band_u_offset if band_u_offset is not None else (None, 0)
+        f.set("band_u", arr, offset=offset)
+        return True
+
+    def _recon_fields(self, adj: Any) -> dict[str, Any]:
+        """Return the reconstruction's kernel fields of ``adj`` (none: it does not reconstruct)."""
+        return {}
+
+    # -- boundary saving's stepping (reversible steppers) ---------------------------
+    def replay_steps(
+        self, state: Any, coeffs: Any, t0: int, n: int, *, band_u: Any, replay_w: Any
+    ) -> None:
+        """Re-run the CPML forward over steps ``t0 .. t0+n-1`` (boundary saving).
+
+        ``state`` holds the outer cells at step ``t0`` (its ``outer_parts``);
+        each step first loads the band's state of step t from ``band_u``
+        (slot 0: step ``t0``), the CPML's inner boundary, and ``replay_w``
+        (n, *outer_shape) receives the snapshots of the outer cells, bitwise
+        what the forward pass computed on the CPML cells.  Plain cells are not
+        updated and the band's results are not meaningful.
+        """
+        if n <= 0:
+            return
+        g = self.geom
+        f = _Fields(self, adjoint=False)
+        self._common(f, coeffs, None, adjoint=False)
+        self._forward_state(f, state)
+        self._band(f, replay_w)
+        f.set("band_u", band_u)
+        self._run(g.ndim, g.order, self.dtype == np.float64, False, self._params(1, True), f.rec,
+                  t0, n, self.n_threads)  # fmt: skip
+        self._swap_forward(state, n)
 
     def _watched(self, state: Any) -> Any:
         """Return the field of a forward or adjoint state that debug mode checks for NaN/Inf."""
@@ -752,32 +838,9 @@ class CompiledAcoustic(CompiledStepper):
 
     # -- facts the memory strategies use --------------------------------------
     @property
-    def outer_shape(self) -> tuple[int, ...]:
-        """Shape of one step of a CPML replay's output (W of the outer cells, every shot)."""
-        return (self.geom.n_shots, len(self.geom.outer_idx))
-
-    @property
-    def outer_state_bytes(self) -> int:
-        """Bytes of the state a CPML replay starts from (:meth:`FwdState.outer_parts`).
-
-        u^{t-1}, u^t, psi and zeta, each on the strips of every axis.
-        """
-        return self.geom.n_shots * 4 * self._strip_cells * self.dtype.itemsize
-
-    @property
-    def band_shape(self) -> tuple[int, ...]:
-        """Shape of one step's boundary save (u or W of the band, every shot)."""
-        return (self.geom.n_shots, len(self.geom.band_idx))
-
-    @property
     def model_gradient_bytes(self) -> int:
         """Bytes of the per-shot gradient accumulator (``AdjState.grad_v2dt2``)."""
         return self.field_bytes
-
-    @property
-    def reconstruction_bytes(self) -> int:
-        """Bytes of the reconstructed u^{t+1} and u^t (:meth:`start_reconstruction`)."""
-        return 2 * self.field_bytes
 
     def working_bytes(self, *, gradient: bool) -> int:
         """Arrays every run allocates besides the strategy's storage (for estimates).
@@ -797,19 +860,6 @@ class CompiledAcoustic(CompiledStepper):
         return total + fields * self.field_bytes
 
     # -- buffers and states ------------------------------------------------------
-    def _layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
-        g = self.geom
-        return super()._layouts() | {
-            "band_u": ((-1, *self.band_shape), 0),
-            "band_w": ((-1, *self.band_shape), 0),
-            "band_idx": ((len(g.band_idx),), 0),
-            "band_row": ((len(g.band_row),), 0),
-            "replay_w": ((-1, *self.outer_shape), 0),
-            "outer_idx": ((len(g.outer_idx),), 0),
-            "outer_row": ((len(g.outer_row),), 0),
-            "cpml_pos": ((len(g.cpml_pos),), 0),
-        }
-
     def kernel_v2dt2(self, v2dt2: Any) -> Any:
         """v^2 dt^2 on the padded grid in the kernels' row layout (see :meth:`field`)."""
         return self.copy_field(v2dt2, _V2DT2_SLOT)
@@ -830,43 +880,11 @@ class CompiledAcoustic(CompiledStepper):
         grad = adj.grad_v2dt2.sum(axis=0)
         return xp.where(live, grad / xp.where(live, v2dt2, 1), 0).astype(grad.dtype)
 
-    # -- stepping ----------------------------------------------------------------
-    def replay_steps(
-        self, state: FwdState, v2dt2: Any, t0: int, n: int, *, band_u: Any, replay_w: Any
-    ) -> None:
-        """Re-run the CPML forward over steps ``t0 .. t0+n-1`` (boundary saving).
-
-        ``state`` holds the outer cells at step ``t0``
-        (:meth:`FwdState.outer_parts`); each step first loads the band's u^t
-        from ``band_u`` (slot 0: step ``t0``), the CPML's inner boundary, and
-        ``replay_w`` (n, n_shots, n_outer) receives W^t of the outer cells,
-        bitwise what the forward pass computed on the CPML cells.  Plain cells
-        are not updated and the band's results are not meaningful.
-        """
-        if n <= 0:
-            return
-        g = self.geom
-        f = _Fields(self, adjoint=False)
-        self._common(f, v2dt2, None, adjoint=False)
-        self._forward_state(f, state)
-        self._band(f, replay_w)
-        f.set("band_u", band_u)
-        self._run(g.ndim, g.order, self.dtype == np.float64, False, self._params(1, True), f.rec,
-                  t0, n, self.n_threads)  # fmt: skip
-        self._swap_forward(state, n)
-
     # -- the hooks of CompiledStepper -----------------------------------------------
     def _set_coefficients(self, f: _Fields, coeffs: Any, *, adjoint: bool) -> None:
         f.set("v2dt2", coeffs)
 
-    def _reconstruction(self, f: _Fields, adj: AdjState, band_w: Any, band_u_offset: Any,
-                        replay_w: Any) -> bool:  # fmt: skip
+    def _recon_fields(self, adj: AdjState) -> dict[str, Any]:
         if adj.recon is None:
-            return False
-        f.set("recon_u_next", adj.recon_next)
-        f.set("recon_u", adj.recon)
-        self._band(f, replay_w)
-        f.set("band_w", band_w)
-        arr, offset = band_u_offset if band_u_offset is not None else (None, 0)
-        f.set("band_u", arr, offset=offset)
-        return True
+            return {}
+        return {"recon_u_next": adj.recon_next, "recon_u": adj.recon}

@@ -36,6 +36,13 @@ _BLOCK = (32, 8, 1)
 # each: the suffixes of their fields' names in the pointer record (u{s},
 # u{s}_prev, psi{s}, psi{s}_new, zeta{s}, zeta{s}_new).
 WAVES = {"acoustic": ("",), "lsrtm": ("0", "1"), "vrz": ("",)}
+# Equations whose boundary-saving adjoint rebuilds each step's snapshot in
+# slot 0 of the store (<equation>_recon_snapshot) and correlates it as full
+# storage does (SWEEP_EQ_RECON_SNAPSHOT of the CPU skeleton).
+RECON_SNAPSHOT = frozenset({"vrz"})
+# The model-gradient output whose absence means no model gradient (the CPU
+# kernels' SWEEP_EQ_GRAD).
+GRADIENT = {"acoustic": "grad_v2dt2", "lsrtm": "grad_v2dt2", "vrz": "grad_kappa_dt2"}
 
 
 def source_dir() -> Path:
@@ -275,7 +282,6 @@ def run_steps(
     shot_grid = ((n_shots + 127) // 128,)
     axes = [3 - ndim + d for d in range(ndim)]
     faces = [(d, side) for d in axes for side, key in ((0, "free_lo"), (1, "free_hi")) if p[key][d]]
-    waves = WAVES[equation]
 
     def kernel(name: str) -> Any:
         return mod.get_function(f"{equation}_{name}")
@@ -287,8 +293,10 @@ def run_steps(
     t_first = t - n_steps if adjoint else t
     k = max(int(p["store_every"]), 1)
     n_band = int(p["n_band"]) if int(f["band_idx"]) else 0
-    recon = adjoint and "recon_u" in f.dtype.names and bool(int(f["recon_u"]))
-    recon = recon and bool(int(f["grad_v2dt2"]))
+    waves = WAVES[equation]
+    recon_names = [(f"recon_u{s}_next", f"recon_u{s}") for s in waves]
+    recon = adjoint and recon_names[0][1] in f.dtype.names and bool(int(f[recon_names[0][1]]))
+    recon = recon and bool(int(f[GRADIENT[equation]]))
     # CPML replay (boundary saving): the forward loads the band's u^t and keeps
     # W^t of the outer cells; the adjoint correlates the CPML cells with it.
     replay = bool(int(f["replay_w"]))
@@ -296,7 +304,10 @@ def run_steps(
         band = kernel("band_restore" if adjoint else "band_save")
         band_load = kernel("band_load")
         band_grid = ((n_shots * n_band + 255) // 256,)
-    if replay:
+    rebuild = recon and equation in RECON_SNAPSHOT
+    if rebuild:
+        snapshot = kernel("recon_snapshot")
+    if replay and recon and not rebuild:
         correlate = kernel("replay_correlate")
         cpml_grid = ((n_shots * int(p["n_cpml"]) + 255) // 256,)
     # Receivers: one thread each (forward), one per receiver cell (adjoint).
@@ -304,7 +315,7 @@ def run_steps(
     n_rec_items = int(p["n_rec_groups"]) if adjoint else n_shots * int(p["n_rec"])
     rec_grid = ((n_rec_items + 255) // 256,) if int(f["rec"]) and n_rec_items else None
     # Free-surface ghosts: the new state of every wavefield (and the reconstruction's).
-    targets = [f"u{s}_prev" for s in waves] + (["recon_u_next"] if recon else [])
+    targets = [f"u{s}_prev" for s in waves] + ([nxt for nxt, _ in recon_names] if recon else [])
     for step in steps:
         # Same slot rule as the CPU driver (store_slot in cpu_skeleton.h).
         slot = step // k - (t_first + k - 1) // k if step % k == 0 else -1
@@ -313,6 +324,9 @@ def run_steps(
         if not adjoint and n_band:
             load_or_save = band_load if replay else band
             load_or_save(band_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
+        if rebuild:
+            snapshot(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
+            slot = 0  # the rebuilt snapshot
         main(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
         if rec_grid is not None:
             receivers(rec_grid, (256,), (p[()], f[()], np.int64(step)))
@@ -323,7 +337,7 @@ def run_steps(
                 (256,),
                 (p[()], f[()], np.int64(step - t_first), np.int32(step > 0)),
             )
-        if recon and replay:
+        if recon and replay and not rebuild:
             correlate(cpml_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
         for d, side in faces:
             n1 = int(shape[1 if d == 0 else 0]) * int(shape[2 if d != 2 else 1])
@@ -340,4 +354,5 @@ def run_steps(
             if adjoint:
                 _swap(f, f"zeta{s}", f"zeta{s}_new", axes)
         if recon:
-            _swap(f, "recon_u_next", "recon_u")
+            for nxt, cur in recon_names:
+                _swap(f, nxt, cur)

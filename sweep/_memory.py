@@ -250,7 +250,10 @@ def replay_segment(engine: ReversibleStepper) -> int:
 def boundary_bytes(engine: ReversibleStepper) -> int:
     """Band strips of every step, the saved CPML states and one replay buffer."""
     nt, seg = engine.nt, replay_segment(engine)
-    band = 2 * SnapshotStore.bytes_needed(nt, engine.band_shape, engine.dtype, None)
+    band = sum(
+        SnapshotStore.bytes_needed(nt, shape, engine.dtype, None)
+        for shape in (engine.band_shape, engine.band_w_shape)
+    )
     replay = seg * math.prod(engine.outer_shape) * engine.dtype.itemsize
     return band + -(-nt // seg) * engine.outer_state_bytes + replay
 
@@ -829,8 +832,8 @@ def _forward_boundary(run: _Fwd) -> None:
     engine, coeffs, amp, state, receivers, tape, bar, progress = run.parts()
     nt, plan_ = engine.nt, tape.plan  # plan() chose boundary saving: a ReversibleStepper
     bu, bw = (
-        SnapshotStore(nt, engine.band_shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
-        for _ in range(2)
+        SnapshotStore(nt, shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
+        for shape in (engine.band_shape, engine.band_w_shape)
     )
     tape.stores.extend((bu, bw))
     windows = _Window(engine, bu), _Window(engine, bw)
@@ -878,9 +881,10 @@ def _backward_boundary(run: _Bwd) -> None:
             replayed = s0
         w = win_w.for_reading(t0, n)
         # band_u slot 0 must be step t0 - 1; for t0 == 0 that step is never read,
-        # so the pointer may sit one slot before the array.
+        # so the pointer may sit one slot before the array (and a one-step call
+        # from 0 reads none of it, but the kernels still check its layout).
         u0 = max(t0 - 1, 0)
-        u = win_u.for_reading(u0, t1 - 1 - u0) if t1 - 1 > u0 else w
+        u = win_u.for_reading(u0, max(t1 - 1 - u0, 1))
         offset = -slot_bytes if t0 == 0 else 0
         engine.adjoint_steps(
             adj,

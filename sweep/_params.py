@@ -88,7 +88,6 @@ LSRTM_FIELDS = np.dtype(
     [
         ("v2dt2", _P),
         ("dv2dt2", _P),
-        ("dv2dt2_ratio", _P),
         ("u0_prev", _P),
         ("u0", _P),
         ("psi0", _P, (3,)),
@@ -115,6 +114,10 @@ LSRTM_FIELDS = np.dtype(
         ("band_row", _P),
         ("band_u", _P),
         ("band_w", _P),
+        ("recon_u0_next", _P),
+        ("recon_u0", _P),
+        ("recon_u1_next", _P),
+        ("recon_u1", _P),
         ("replay_w", _P),
         ("outer_idx", _P),
         ("outer_row", _P),
@@ -127,8 +130,7 @@ LSRTM_FIELDS = np.dtype(
 
 
 # The VRZ kernels' arrays (sweep_vrz_fields): K = kappa_dt2 and the buoyancy
-# B, their gradients, and acoustic's other members without the
-# reconstruction's (no boundary saving).
+# B, their gradients, and acoustic's other members.
 VRZ_FIELDS = np.dtype(
     [
         ("kappa_dt2", _P),
@@ -153,6 +155,8 @@ VRZ_FIELDS = np.dtype(
         ("band_row", _P),
         ("band_u", _P),
         ("band_w", _P),
+        ("recon_u_next", _P),
+        ("recon_u", _P),
         ("replay_w", _P),
         ("outer_idx", _P),
         ("outer_row", _P),

@@ -213,8 +213,8 @@ class ReversibleStepper(Stepper, Protocol):
     """A stepper whose forward pass runs backwards in time: boundary saving applies.
 
     The forward pass saves, at every step, a band of cells next to the
-    absorbing boundary (``band_u``, for running the field backwards, and
-    ``band_w``, the band's snapshots); the adjoint pass runs the field
+    absorbing boundary (``band_u``, the state values for running the fields
+    backwards, and ``band_w``, the band's snapshots); the adjoint pass runs the field
     backwards on the inner cells (the reconstruction) and replays the
     absorbing boundary forward from saved outer states, segment by segment,
     for the outer cells' snapshots (``replay_w``).
@@ -222,7 +222,12 @@ class ReversibleStepper(Stepper, Protocol):
 
     @property
     def band_shape(self) -> tuple[int, ...]:
-        """Shape of one step of ``band_u`` or ``band_w``, every shot."""
+        """Shape of one step of ``band_u`` (the band's state values), every shot."""
+        ...
+
+    @property
+    def band_w_shape(self) -> tuple[int, ...]:
+        """Shape of one step of ``band_w`` (the band's snapshots), every shot."""
         ...
 
     @property
@@ -258,7 +263,7 @@ class ReversibleStepper(Stepper, Protocol):
         band_u: Any = None,
         band_w: Any = None,
     ) -> None:
-        """As :meth:`Stepper.forward_steps`; ``band_u``/``band_w`` (n, *band_shape) get the band."""
+        """As :meth:`Stepper.forward_steps`; ``band_u``, ``band_w`` (n steps each) get the band."""
         ...
 
     def replay_steps(

@@ -11,20 +11,18 @@ import numpy as np
 
 from . import _memory
 from . import _validate as val
-from ._api import compiled_forward, compiled_pullback, eager_vjp
+from ._api import compiled_forward, compiled_pullback, eager_vjp, memory_estimate_of
 from ._callbacks import Callbacks, CallbackState
 from ._compiled import CompiledAcoustic
 from ._eager import EagerAcoustic
-from ._eager_memory import eager_memory
 from ._grid import Geometry
 from ._setup import prepare, velocity_speeds
 from ._xp import (
-    is_cupy_array,
     is_numpy_array,
     kernel_array,
 )
 
-__all__ = ["AcousticResult", "acoustic", "estimate_memory"]
+__all__ = ["AcousticResult", "acoustic"]
 
 
 @dataclass
@@ -336,37 +334,9 @@ def model_gradient(geom: Geometry, g_v2dt2: Any, v: Any) -> Any:
     return geom.fold_to_model(g_v2dt2) * (2.0 * geom.dt**2) * v
 
 
-def estimate_memory(
-    v: Any, grid_spacing: float | Sequence[float], dt: float, **kwargs: Any
-) -> _memory.MemoryEstimate:
-    """Estimate the memory of a gradient run of :func:`sweep.acoustic` without running it.
-
-    Takes exactly the arguments of :func:`sweep.acoustic` (validated the same
-    way) and reports, for the compiled implementation, the estimated peak
-    bytes of a forward + adjoint run under each memory strategy, the storage
-    each keeps, and the plan the call's own memory keywords would choose;
-    and, for the eager implementation (gradients from PyTorch or JAX), the
-    peak with and without checkpointing.
-
-    Returns
-    -------
-    MemoryEstimate
-        ``.peak`` (bytes under the chosen plan), ``.plan``, ``.strategies``
-        (peak bytes per strategy), ``.storage`` and ``.forward_peak`` of the
-        compiled implementation; ``.eager`` (an
-        :class:`~sweep._eager_memory.EagerMemoryEstimate`: ``.ckpt``, the
-        checkpointed peak of ``PropTorch``'s default, ``.plain``, the peak
-        keeping the whole graph, ``.ckpt_chunks`` and ``.forward``).
-    """
-    args = inspect.signature(acoustic).bind(v, grid_spacing, dt, **kwargs)
-    args.apply_defaults()
-    call = _prepare(**args.arguments)
-    dtype = np.dtype(val.dtype_name(v))
-    xp = __import__("cupy") if is_cupy_array(v) else np
-    engine = CompiledAcoustic(call.geom, xp, dtype)
-    estimate = _memory.memory_estimate(engine, call.memory)
-    estimate.eager = eager_memory(call.geom, dtype.itemsize)
-    return estimate
+def _estimate_memory(*args: Any, **kwargs: Any) -> _memory.MemoryEstimate:
+    """:func:`sweep.estimate_memory` of a :func:`sweep.acoustic` call."""
+    return memory_estimate_of(acoustic, _prepare, CompiledAcoustic, args, kwargs, eager_states=1)
 
 
 def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, Any]]]:
@@ -381,3 +351,4 @@ def _eager_vjp(call: _Call) -> tuple[AcousticResult, Callable[[Any], dict[str, A
 
 
 acoustic.__sweep_vjp__ = _acoustic_vjp  # type: ignore[attr-defined]
+acoustic.__sweep_memory__ = _estimate_memory  # type: ignore[attr-defined]

@@ -209,6 +209,11 @@ def _group_task(
     return {"loss": float(loss), **{k: np.asarray(g) for k, g in grads.items()}}
 
 
+def _model_task(model: np.ndarray) -> np.ndarray:
+    """Return ``model``: a task holding a model, recomputable if its worker dies."""
+    return model
+
+
 def _combine(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Sum two groups' results (a first): losses and model gradients add, per-shot ones join."""
     out = {}
@@ -262,12 +267,12 @@ def gradient(
     """Misfit and gradient summed over shots, with groups of shots run as Dask tasks.
 
     Each group's forward pass, misfit and adjoint pass run in one task on one
-    worker; the models are scattered to every worker once per call, and the
-    group results are summed in a fixed binary tree over the groups (on the
-    workers, the last pair here), so a
-    repeated call returns bitwise the same result, whichever workers ran
-    which group, and the result equals one serial call over all shots to
-    round-off.  A task whose worker dies is run again elsewhere (Dask
+    worker; the models are sent once per call (as tasks, so that a lost copy
+    can be made again), and the group results are summed in a fixed binary
+    tree over the groups (on the workers, the last pair here), so a repeated
+    call returns bitwise the same result, whichever workers ran which group,
+    and the result equals one serial call over all shots to round-off.  A
+    task whose worker dies is run again elsewhere (Dask
     reschedules it), and one that raises is retried ``retries`` times.
 
     Parameters
@@ -360,13 +365,15 @@ def gradient(
         {"observed": observed[g], **{k: np.asarray(v)[g] for k, v in per_shot.items()}}
         for g in groups
     ]
-    # The models go to every worker once (a copy on each, so losing a worker loses
-    # none).  Each group's shots travel inside its task instead: the scheduler keeps
-    # a task's arguments, so it can run the task again elsewhere if its worker dies,
-    # which it cannot do for scattered data that lived on that worker only.
-    model_futures = client.scatter(list(models), broadcast=True, hash=False)
+    # The models go out once per call as tasks that return them, not as scattered
+    # data: Dask's active memory manager drops replicas that no queued task needs,
+    # so a broadcast copy per worker does not last, and scattered data whose last
+    # copy dies cannot be recomputed (every task waiting on it is then cancelled).
+    # A task can: the scheduler keeps its argument and runs it again.  Each group's
+    # shots travel inside its task for the same reason.
     settings = config.keywords()
     with dask_config.set({"distributed.admin.large-graph-warning-threshold": "1TB"}):
+        model_futures = [client.submit(_model_task, m, pure=False) for m in models]
         tasks = [
             client.submit(_group_task, fn, model_futures, shots, grid_spacing, dt, shared,
                           misfit, settings, retries=retries, pure=False,

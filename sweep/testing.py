@@ -117,3 +117,22 @@ def random_problem(
         "max_vel": 2000.0,
         "pml_freq": 20.0,
     }
+
+
+def edge_acquisition(problem: dict, shape: tuple[int, ...]) -> dict:
+    """``problem`` with its sources and receivers on the model's edge cells.
+
+    The cells next to the CPML are the band that boundary saving keeps, so
+    this is the hard case for it.  Two sources per shot (a corner and the
+    opposite corner; a face and a corner) and three receivers, one cell in from
+    free-surface rows, where a source has no effect.  Needs two shots.
+    """
+    ndim = len(shape)
+    free = problem.get("free_surface", False)
+    free = (free,) + (False,) * (2 * ndim - 1) if isinstance(free, bool) else tuple(free)
+    lo = np.array([int(free[2 * d]) for d in range(ndim)])
+    hi = np.array([n - 1 - int(free[2 * d + 1]) for d, n in enumerate(shape)])
+    side = np.r_[(lo[0] + hi[0]) // 2, hi[1:]]  # on a face, not at a corner
+    src = np.stack([np.stack([lo, hi]), np.stack([side, lo])])
+    rec = np.stack([lo, hi, side])[None].repeat(2, 0)
+    return {**problem, "source_locations": src, "receiver_locations": rec}

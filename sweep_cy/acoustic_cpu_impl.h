@@ -166,8 +166,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
   SWEEP_EQ_MODEL(f);                      \
   SWEEP_WAVE_BLOCK_STATE(f, odd, off)
 /* Boundary saving: the band keeps u^t; the CPML replay loads it back. */
-#define SWEEP_EQ_FWD_SAVED(off) (u + (off))
-#define SWEEP_EQ_FWD_LOAD_BAND(i, v) (u[i] = (v))
+#define SWEEP_EQ_FWD_SAVED(off, v) (u + (off))
+#define SWEEP_EQ_FWD_LOAD_BAND(i, v, x) (u[i] = (x))
 
 /* Adjoint, in mu = v^2 dt^2 lambda: mu, mu_prev, the adjoint psi (P) and
  * zeta (Z) swap every step, and so do ru, ru_next (boundary saving). */
@@ -231,9 +231,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
         SWEEP_FN(acoustic_recon_point)(p, v2dt2, ru + (off), ru_next + (off), mu_s, grad,   \
                                        (base) + x);                                         \
   } while (0)
-#define SWEEP_EQ_RECON_CELL(i, w) (grad_all[i] += mu[i] * (w))
+#define SWEEP_EQ_RECON_CELL(i, w, vs) (grad_all[i] += mu[i] * *(w))
 #define SWEEP_EQ_RECON_SOURCE(i, j, a) (ru_next[i] -= v2dt2[j] * (a))
-#define SWEEP_EQ_RECON_LOAD_BAND(i, v) (ru_next[i] = (v))
+#define SWEEP_EQ_RECON_LOAD_BAND(i, v, x) (ru_next[i] = (x))
 
 #include "cpu_skeleton.h"
 

@@ -61,8 +61,20 @@
  *                     outer_idx, outer_row, cpml_pos.
  *   SWEEP_EQ_FORWARD, SWEEP_EQ_BACKWARD   names of the two entry points.
  *   SWEEP_EQ_SNAP_VALUES  values per cell of a gradient snapshot (default 1;
- *                     see SWEEP_SNAP_STRIDE and SWEEP_WR_PITCH below).
- *                     Boundary saving (band_w, replay_w) keeps one.
+ *                     see SWEEP_SNAP_STRIDE and SWEEP_WR_PITCH below); boundary
+ *                     saving's band_w and replay_w hold as many per cell.
+ *   SWEEP_EQ_BAND_VALUES  state values per band cell that boundary saving
+ *                     keeps in band_u (default 1; see SWEEP_BAND_SLOT).
+ *   SWEEP_EQ_RECON_SNAPSHOT  0 (default): boundary saving's reconstruction
+ *                     correlates as it goes (SWEEP_EQ_RECON_ROW and
+ *                     SWEEP_EQ_RECON_CELL); 1: for an equation whose gradient
+ *                     at a cell reads its neighbours' snapshot values, each
+ *                     adjoint step first rebuilds its whole snapshot in slot 0
+ *                     of f->store (a one-step buffer of the caller's): the
+ *                     plain cells from the reconstruction
+ *                     (SWEEP_EQ_RECON_SNAP_ROW), the band from band_w, the
+ *                     CPML from replay_w; the step then correlates it as full
+ *                     storage does (SWEEP_EQ_ADJ_CORRELATE).
  *   SWEEP_EQ_PAIRED_CORRELATION  1 (default): the adjoint may defer a step's
  *                     correlation to the next step (see the backward
  *                     driver); 0: every step correlates its own snapshots
@@ -138,29 +150,41 @@
  *
  * Boundary saving (an equation without it: SWEEP_EQ_RECON(f) 0, the others
  * ((void)0))
- *   SWEEP_EQ_FWD_SAVED(off)    the field whose band cells the forward saves
- *                              to band_u, of the shot at off (one value per
- *                              cell).
- *   SWEEP_EQ_FWD_LOAD_BAND(i, v)  CPML replay: the saved value v into cell i.
+ *   SWEEP_EQ_FWD_SAVED(off, v) the field whose band cells the forward saves
+ *                              as band_u's value v (< SWEEP_EQ_BAND_VALUES),
+ *                              of the shot at off.
+ *   SWEEP_EQ_FWD_LOAD_BAND(i, v, x)  CPML replay: the saved value x into
+ *                              cell i of state value v's field.
  *   SWEEP_EQ_RECON(f)          1 when this adjoint call reconstructs the
  *                              forward wavefield.
  *   SWEEP_EQ_RECON_ROW(p, off, base)  reconstruction (one step backwards)
  *                              and correlation of the plain x range of a row
  *                              plain in z and y (base: its first cell).
- *   SWEEP_EQ_RECON_CELL(i, w)  the model gradient at cell i from the saved
- *                              snapshot value w (band and CPML cells).
+ *   SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, off, z, y, st, vs)  with
+ *                              SWEEP_EQ_RECON_SNAPSHOT 1, in place of
+ *                              SWEEP_EQ_RECON_ROW (a no-op then): one step
+ *                              backwards of the plain x range of row (z, y),
+ *                              plain in z and y, writing the snapshot value
+ *                              v of its cell x to st[x - store_lo[2] + v * vs].
+ *   SWEEP_EQ_RECON_CELL(i, w, vs)  the model gradient at cell i from the
+ *                              saved snapshot of the cell (band and CPML
+ *                              cells): its value v is w[v * vs].
  *   SWEEP_EQ_RECON_SOURCE(i, j, a)  removes a source from the
  *                              reconstructed state.
- *   SWEEP_EQ_RECON_LOAD_BAND(i, v)  the saved band value v into the
- *                              reconstructed state.
+ *   SWEEP_EQ_RECON_LOAD_BAND(i, v, x)  the saved band value x into state
+ *                              value v's field of the reconstructed state.
  *
  * The next equations, in these terms.  VRZ (variable density,
  * vrz_cpu_impl.h): the acoustic state hooks, K and B in SWEEP_EQ_MODEL, 2 +
  * ndim snapshot values per cell, and a gradient that reads neighbour rows
- * (SWEEP_EQ_PAIRED_CORRELATION 0).  Born (LSRTM) is lsrtm_cpu_impl.h: both
+ * (SWEEP_EQ_PAIRED_CORRELATION 0; boundary saving then rebuilds each step's
+ * snapshot, SWEEP_EQ_RECON_SNAPSHOT 1).  Born (LSRTM) is lsrtm_cpu_impl.h: both
  * fields in the state declarations and the rotations, the rows updating both,
  * two snapshot values, SWEEP_EQ_FWD_RECORD reading u1 and
- * SWEEP_EQ_FWD_RECORD_EXTRA the background u0.  Elastic, Maxwell: the second
+ * SWEEP_EQ_FWD_RECORD_EXTRA the background u0; boundary saving keeps both
+ * fields of the band (SWEEP_EQ_BAND_VALUES 2) and runs both backwards.  A
+ * non-reversible update (conductivity) defines SWEEP_EQ_RECON(f) 0 and
+ * declares itself not reversible.  Elastic, Maxwell: the second
  * half step of a row
  * reads neighbour rows of the first, so the two cannot share one row hook;
  * the skeleton's row loop needs a phase loop around it (a barrier between
@@ -168,8 +192,8 @@
  *
  * What the skeleton still assumes of every equation: one CPML mask per x
  * segment and the plain / CPML split of the acoustic grid (plain_lo/hi), one
- * snapshot value per cell in boundary saving (band_w, replay_w) and one saved
- * state value per band cell (band_u), receivers and sources at single cells,
+ * snapshot layout of boundary saving (values outermost, as in the store),
+ * receivers and sources at single cells,
  * with pairing the snapshot pairing of a leapfrog adjoint (step t's adjoint
  * state still readable at step t - 1, see the backward driver), one stage
  * per step (the rows of a step run in one work-shared loop), and the
@@ -189,8 +213,20 @@
 #ifndef SWEEP_EQ_ROW_SCRATCH
 #define SWEEP_EQ_ROW_SCRATCH 0
 #endif
+#ifndef SWEEP_EQ_RECON_SNAPSHOT
+#define SWEEP_EQ_RECON_SNAPSHOT 0
+#define SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, off, z, y, st, vs) ((void)(off), (void)(st))
+#endif
 #define SWEEP_SNAP_STRIDE(p) ((p)->slot_shots * SWEEP_FN(store_cells)(p))
 #define SWEEP_WR_PITCH(p) ((p)->shape[2])
+/* Boundary saving keeps per step SWEEP_EQ_BAND_VALUES state values of each
+ * band cell (band_u) and SWEEP_EQ_SNAP_VALUES snapshot values of each band
+ * cell (band_w) and outer cell (replay_w), laid out as the store: value v of
+ * shot s and cell j at (v * slot_shots + s) * cells + j of the step's slot. */
+#ifndef SWEEP_EQ_BAND_VALUES
+#define SWEEP_EQ_BAND_VALUES 1
+#endif
+#define SWEEP_BAND_SLOT(p, values, cells) ((values) * (p)->slot_shots * (cells))
 
 /* Cells per shot of a gradient snapshot: [store_lo, store_hi), the model and
  * its CPML (every cell whose coefficients derive from the model). */
@@ -207,6 +243,14 @@ static inline sweep_int SWEEP_FN(store_row)(const SWEEP_EQ_PARAMS *p, sweep_int 
     return -1;
   const sweep_int m1 = p->store_hi[1] - p->store_lo[1], m2 = p->store_hi[2] - p->store_lo[2];
   return ((z - p->store_lo[0]) * m1 + (y - p->store_lo[1])) * m2;
+}
+
+/* Index in a compact snapshot of the cell at flat index i of one shot's
+ * padded grid (a stored cell). */
+static inline sweep_int SWEEP_FN(store_index)(const SWEEP_EQ_PARAMS *p, sweep_int i) {
+  const sweep_int z = p->shape[0] > 1 ? i / p->stride[0] : 0;
+  const sweep_int r = i - z * p->stride[0];
+  return SWEEP_FN(store_row)(p, z, r / p->stride[1]) + r % p->stride[1] - p->store_lo[2];
 }
 
 /* Slot of step t in a snapshot chunk whose first step is t0, or -1 when t is
@@ -230,14 +274,20 @@ static inline void SWEEP_FN(row_ends)(const SWEEP_EQ_PARAMS *p, sweep_int hi, in
 }
 
 /* Copies the snapshot values (W) of the outer cells of row (z, y) from wr to
- * dst, in outer_idx order. */
+ * dst, in outer_idx order (value v: from wr + v * SWEEP_WR_PITCH(p) to
+ * dst + v * vs). */
 static inline void SWEEP_FN(copy_outer_row)(const SWEEP_EQ_PARAMS *p, SWEEP_R *dst,
-                                            const SWEEP_R *wr, int outer) {
+                                            const SWEEP_R *wr, int outer, sweep_int vs) {
   const sweep_int lo = p->store_lo[2], hi = p->store_hi[2];
-  sweep_int a, b, k = 0;
+  sweep_int a, b;
   SWEEP_FN(row_ends)(p, hi, outer, &a, &b);
-  for (sweep_int x = lo; x < a; ++x, ++k) dst[k] = wr[x];
-  for (sweep_int x = b; x < hi; ++x, ++k) dst[k] = wr[x];
+  for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v) {
+    SWEEP_R *d = dst + v * vs;
+    const SWEEP_R *w = wr + v * SWEEP_WR_PITCH(p);
+    sweep_int k = 0;
+    for (sweep_int x = lo; x < a; ++x, ++k) d[k] = w[x];
+    for (sweep_int x = b; x < hi; ++x, ++k) d[k] = w[x];
+  }
 }
 
 /* Work items are (shot, tile of SWEEP_TILE_Y rows in y); each streams through
@@ -397,16 +447,24 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
       SWEEP_R *store =
           slot >= 0 ? (SWEEP_R *)f->store + slot * SWEEP_EQ_SNAP_VALUES * p->slot_shots * mc
                     : NULL;
-      SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u + (t - t0) * p->slot_shots * n_band : NULL;
-      SWEEP_R *bw = n_save ? (SWEEP_R *)f->band_w + (t - t0) * p->slot_shots * n_band : NULL;
-      SWEEP_R *rw = replay ? (SWEEP_R *)f->replay_w + (t - t0) * p->slot_shots * p->n_outer : NULL;
+      SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u +
+                                 (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_BAND_VALUES, n_band)
+                           : NULL;
+      SWEEP_R *bw = n_save ? (SWEEP_R *)f->band_w +
+                                 (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, n_band)
+                           : NULL;
+      SWEEP_R *rw = replay ? (SWEEP_R *)f->replay_w +
+                                 (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, p->n_outer)
+                           : NULL;
       if (replay) {
         /* The band's state at t, saved by the forward pass: the inner
          * boundary of the CPML. */
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
-          for (sweep_int j = 0; j < n_band; ++j)
-            SWEEP_EQ_FWD_LOAD_BAND(shot * ss + f->band_idx[j], bu[shot * n_band + j]);
+          for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v)
+            for (sweep_int j = 0; j < n_band; ++j)
+              SWEEP_EQ_FWD_LOAD_BAND(shot * ss + f->band_idx[j], v,
+                                     bu[(v * p->slot_shots + shot) * n_band + j]);
       }
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
@@ -427,7 +485,9 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
             } else {
               SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y);
             }
-            if (orow >= 0) SWEEP_FN(copy_outer_row)(p, rw + shot * p->n_outer + orow, wr, outer);
+            if (orow >= 0)
+              SWEEP_FN(copy_outer_row)(p, rw + shot * p->n_outer + orow, wr, outer,
+                                       p->slot_shots * p->n_outer);
 #if SWEEP_EQ_SNAP_VALUES == 1
             if (srow >= 0)
               sweep_stream_copy(store + shot * mc + srow, wr + slo2, sizeof(SWEEP_R) * s2);
@@ -440,19 +500,23 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
             if (brow >= 0) {
               /* Band cells of this row, in band_idx order: the whole model row,
                * or its ends when the row is plain in z and y. */
-              SWEEP_R *bu_s = bu + shot * n_band + brow, *bw_s = bw + shot * n_band + brow;
-              const SWEEP_R *state_row =
-                  SWEEP_EQ_FWD_SAVED(off) + z * p->stride[0] + y * p->stride[1];
-              const sweep_int mhi2 = p->model_hi[2];
-              sweep_int a, b, k = 0;
+              const sweep_int mhi2 = p->model_hi[2], row = z * p->stride[0] + y * p->stride[1];
+              const sweep_int vs = p->slot_shots * n_band;
+              sweep_int a, b;
               SWEEP_FN(row_ends)(p, mhi2, outer, &a, &b);
-              for (sweep_int x = mlo2; x < a; ++x, ++k) {
-                bu_s[k] = state_row[x];
-                bw_s[k] = wr[x];
+              for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v) {
+                SWEEP_R *bu_s = bu + v * vs + shot * n_band + brow;
+                const SWEEP_R *state_row = SWEEP_EQ_FWD_SAVED(off, v) + row;
+                sweep_int k = 0;
+                for (sweep_int x = mlo2; x < a; ++x, ++k) bu_s[k] = state_row[x];
+                for (sweep_int x = b; x < mhi2; ++x, ++k) bu_s[k] = state_row[x];
               }
-              for (sweep_int x = b; x < mhi2; ++x, ++k) {
-                bu_s[k] = state_row[x];
-                bw_s[k] = wr[x];
+              for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v) {
+                SWEEP_R *bw_s = bw + v * vs + shot * n_band + brow;
+                const SWEEP_R *w_row = wr + v * SWEEP_WR_PITCH(p);
+                sweep_int k = 0;
+                for (sweep_int x = mlo2; x < a; ++x, ++k) bw_s[k] = w_row[x];
+                for (sweep_int x = b; x < mhi2; ++x, ++k) bw_s[k] = w_row[x];
               }
             }
           }
@@ -546,6 +610,8 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   const sweep_int mc = SWEEP_FN(store_cells)(p);
   const sweep_int slo2 = p->store_lo[2];
   const int recon = SWEEP_EQ_RECON(f);
+  /* The reconstruction rebuilds each step's snapshot in slot 0 of f->store. */
+  const int recon_snap = SWEEP_EQ_RECON_SNAPSHOT && recon && f->store;
   const sweep_int n_band = recon && f->band_idx ? p->n_band : 0;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
   SWEEP_EQ_MODEL(f);
@@ -580,8 +646,48 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
 #endif
     const SWEEP_R *deferred = NULL;
     for (sweep_int t = t_end - 1; t >= t_begin; --t) {
-      const sweep_int slot =
-          f->store && SWEEP_EQ_ADJ_GRAD ? SWEEP_FN(store_slot)(p, t, t_begin) : -1;
+      const sweep_int slot = recon_snap ? 0
+                             : f->store && SWEEP_EQ_ADJ_GRAD ? SWEEP_FN(store_slot)(p, t, t_begin)
+                                                             : -1;
+      if (recon_snap) {
+        /* This step's snapshot, rebuilt before any row correlates it: the
+         * plain cells from the reconstruction (which steps them back), the
+         * band's and the CPML's from their saves. */
+        SWEEP_R *rsnap = (SWEEP_R *)f->store;
+        const sweep_int vs = SWEEP_SNAP_STRIDE(p);
+#pragma omp for schedule(static)
+        for (sweep_int item = 0; item < n_items; ++item) {
+          const sweep_int shot = item / n_tiles;
+          const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
+          const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+          for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
+            for (sweep_int y = y0; y < y1; ++y)
+              if (!SWEEP_FN(row_mask)(p, z, y))
+                SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, shot * ss, z, y,
+                                        rsnap + shot * mc + SWEEP_FN(store_row)(p, z, y), vs);
+        }
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+          const sweep_int bvs = p->slot_shots * n_band, ovs = p->slot_shots * p->n_outer;
+          const SWEEP_R *bw = (const SWEEP_R *)f->band_w +
+                              (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, n_band) +
+                              shot * n_band;
+          const SWEEP_R *rw = f->replay_w ? (const SWEEP_R *)f->replay_w +
+                                  (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, p->n_outer) +
+                                  shot * p->n_outer
+                                          : NULL;
+          SWEEP_R *st = rsnap + shot * mc;
+          for (sweep_int j = 0; j < n_band; ++j) {
+            const sweep_int m = SWEEP_FN(store_index)(p, f->band_idx[j]);
+            for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v) st[v * vs + m] = bw[v * bvs + j];
+          }
+          for (sweep_int q = 0; f->replay_w && q < p->n_cpml; ++q) {
+            const sweep_int j = f->cpml_pos[q];
+            const sweep_int m = SWEEP_FN(store_index)(p, f->outer_idx[j]);
+            for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v) st[v * vs + m] = rw[v * ovs + j];
+          }
+        }
+      }
       const SWEEP_R *store =
           slot >= 0
               ? (const SWEEP_R *)f->store + slot * SWEEP_EQ_SNAP_VALUES * p->slot_shots * mc
@@ -655,20 +761,23 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
         if (recon) {
           /* Band cells: W^t was saved; the state of step t - 1 is restored
            * from the save. */
-          const sweep_int b0 = ((t - t_begin) * p->slot_shots + shot) * n_band;
-          const SWEEP_R *bw = (const SWEEP_R *)f->band_w + b0;
+          const sweep_int vs = p->slot_shots * n_band;
+          const SWEEP_R *bw = (const SWEEP_R *)f->band_w +
+                              (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, n_band) +
+                              shot * n_band;
           for (sweep_int j = 0; j < n_band; ++j) {
             const sweep_int i = off + f->band_idx[j];
-            SWEEP_EQ_RECON_CELL(i, bw[j]);
+            SWEEP_EQ_RECON_CELL(i, bw + j, vs);
           }
           if (f->replay_w) {
             /* CPML cells: W^t from the replay of this segment. */
-            const SWEEP_R *rw =
-                (const SWEEP_R *)f->replay_w + ((t - t_begin) * p->slot_shots + shot) * p->n_outer;
+            const SWEEP_R *rw = (const SWEEP_R *)f->replay_w +
+                                (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, p->n_outer) +
+                                shot * p->n_outer;
             for (sweep_int q = 0; q < p->n_cpml; ++q) {
               const sweep_int j = f->cpml_pos[q];
               const sweep_int i = off + f->outer_idx[j];
-              SWEEP_EQ_RECON_CELL(i, rw[j]);
+              SWEEP_EQ_RECON_CELL(i, rw + j, p->slot_shots * p->n_outer);
             }
           }
           if (f->src_amp) {
@@ -679,9 +788,12 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
             }
           }
           if (t > 0) {
-            const SWEEP_R *bu = (const SWEEP_R *)f->band_u + b0;
-            for (sweep_int j = 0; j < n_band; ++j)
-              SWEEP_EQ_RECON_LOAD_BAND(off + f->band_idx[j], bu[j]);
+            const SWEEP_R *bu = (const SWEEP_R *)f->band_u +
+                                (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_BAND_VALUES, n_band) +
+                                shot * n_band;
+            for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v)
+              for (sweep_int j = 0; j < n_band; ++j)
+                SWEEP_EQ_RECON_LOAD_BAND(off + f->band_idx[j], v, bu[v * vs + j]);
           }
         }
       }

@@ -26,9 +26,11 @@
  * sum_n G0 (W0 - f) + mu1 W1 and grad_dv2dt2 = sum_n mu1 (W0 - f) (mu at
  * n + 1), which the caller turns into the gradients of K and mp.  The
  * receivers record u1, and the forward records u0 at the same receivers
- * after them (rec is (2, slot_shots, n_rec, nt)).  No boundary saving (the
- * stepper is not reversible); forward steps that store nothing may be
- * blocked in time.
+ * after them (rec is (2, slot_shots, n_rec, nt)).  Boundary saving keeps
+ * both fields of the band (SWEEP_EQ_BAND_VALUES 2) and runs both backwards
+ * in recon_u0 / recon_u0_next and recon_u1 / recon_u1_next
+ * (lsrtm_recon_point); forward steps that store nothing (no snapshot, no
+ * band save, no CPML replay) may be blocked in time.
  */
 #include "lsrtm_cpu.h"
 
@@ -218,6 +220,23 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_adj_full_row)(
 #undef SWEEP_ROW_SEGMENTS
 }
 
+/* The x-CPML segments alone of a row that is plain in z and y (the CPML
+ * replay, which does not hold the plain middle). */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_edge_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *dv2dt2,
+    const SWEEP_R *u0, SWEEP_R *u0_prev, SWEEP_R *const *psi0, SWEEP_R *const *psi0_new,
+    SWEEP_R *const *zeta0, const SWEEP_R *u1, SWEEP_R *u1_prev, SWEEP_R *const *psi1,
+    SWEEP_R *const *psi1_new, SWEEP_R *const *zeta1, const SWEEP_R *const *pa,
+    const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int pitch, SWEEP_R *scratch, sweep_int z,
+    sweep_int y) {
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const sweep_int ends[2][2] = {{SWEEP_H, p->plain_lo[2]}, {p->plain_hi[2], p->shape[2] - SWEEP_H}};
+  for (int e = 0; e < 2; ++e)
+    SWEEP_FN(born_fwd_row)(p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1, u1_prev, psi1,
+                           psi1_new, zeta1, pa, pb, wrow, pitch, base, z, y, ends[e][0],
+                           ends[e][1], scratch, 4);
+}
+
 #undef SWEEP_BORN_FWD_PARAMS
 #undef SWEEP_BORN_FWD_ARGS
 #undef SWEEP_BORN_ADJ_PARAMS
@@ -272,6 +291,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_shift_shots)(
   }
   g->grad_v2dt2 = SWEEP_OFF(f->grad_v2dt2, fo);
   g->grad_dv2dt2 = SWEEP_OFF(f->grad_dv2dt2, fo);
+  g->recon_u0_next = SWEEP_OFF(f->recon_u0_next, fo);
+  g->recon_u0 = SWEEP_OFF(f->recon_u0, fo);
+  g->recon_u1_next = SWEEP_OFF(f->recon_u1_next, fo);
+  g->recon_u1 = SWEEP_OFF(f->recon_u1, fo);
 }
 
 /* The background traces of one shot and step: u0^t at the receivers, after
@@ -295,6 +318,7 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
 /* One leapfrog stage per step for both fields, so forward steps that store
  * nothing may be blocked in time (cpu_blocking.h). */
 #define SWEEP_EQ_BLOCKING 1
+#define SWEEP_EQ_BAND_VALUES 2
 #define SWEEP_EQ_MODEL(f)                                   \
   const SWEEP_R *v2dt2 = (const SWEEP_R *)(f)->v2dt2;       \
   const SWEEP_R *dv2dt2 = (const SWEEP_R *)(f)->dv2dt2
@@ -323,7 +347,10 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
   SWEEP_FN(born_fwd_full_row)(p, v2dt2, dv2dt2, u0 + (off), u0_prev + (off), psi0, psi0_new, \
                               zeta0, u1 + (off), u1_prev + (off), psi1, psi1_new, zeta1, pa, \
                               pb, wr, SWEEP_WR_PITCH(p), eq_scratch, z, y)
-#define SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y) ((void)0)
+#define SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y)                                          \
+  SWEEP_FN(born_fwd_edge_row)(p, v2dt2, dv2dt2, u0 + (off), u0_prev + (off), psi0, psi0_new, \
+                              zeta0, u1 + (off), u1_prev + (off), psi1, psi1_new, zeta1, pa, \
+                              pb, wr, SWEEP_WR_PITCH(p), eq_scratch, z, y)
 /* Receivers record u1^t (and u0^t after them); sources add -K f^t to u0^{t+1}
  * and -dK f^t to u1^{t+1}. */
 #define SWEEP_EQ_FWD_RECORD(i) (u1[i])
@@ -376,8 +403,9 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
 /* The background trace of receiver k of the shot (state index i) at step t. */
 #define SWEEP_EQ_BLOCK_RECORD_EXTRA(p, f, shot, k, i, t) \
   (((SWEEP_R *)(f)->rec)[(((p)->slot_shots + (shot)) * (p)->n_rec + (k)) * (p)->nt + (t)] = u0[i])
-#define SWEEP_EQ_FWD_SAVED(off) ((const SWEEP_R *)NULL)
-#define SWEEP_EQ_FWD_LOAD_BAND(i, v) ((void)(i), (void)(v))
+/* Boundary saving: the band keeps u0^t (value 0) and u1^t (value 1). */
+#define SWEEP_EQ_FWD_SAVED(off, v) (((v) ? u1 : u0) + (off))
+#define SWEEP_EQ_FWD_LOAD_BAND(i, v, x) (((v) ? u1 : u0)[i] = (x))
 
 /* Adjoint, in mu = K lambda: mu0 (which holds G0 = mu0 + R mu1, see
  * lsrtm_stencil.h), mu1 and their P, Z swap every step. */
@@ -385,6 +413,7 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
 #define SWEEP_EQ_ADJ_STATE(f)                                                      \
   SWEEP_R *mu0_prev = (SWEEP_R *)(f)->u0_prev, *mu0 = (SWEEP_R *)(f)->u0;         \
   SWEEP_R *mu1_prev = (SWEEP_R *)(f)->u1_prev, *mu1 = (SWEEP_R *)(f)->u1;         \
+  SWEEP_BORN_RECON_STATE(f);                                                      \
   void *P0_all[3], *P0n_all[3], *Z0_all[3], *Z0n_all[3];                          \
   void *P1_all[3], *P1n_all[3], *Z1_all[3], *Z1n_all[3];                          \
   for (int d = 0; d < 3; ++d) {                                                   \
@@ -441,6 +470,7 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
   do {                                        \
     SWEEP_FN(fill_ghosts)(p, mu0_prev);       \
     SWEEP_FN(fill_ghosts)(p, mu1_prev);       \
+    if (recon) SWEEP_BORN_RECON_GHOSTS(p);    \
   } while (0)
 #define SWEEP_EQ_ADJ_ROTATE()            \
   do {                                   \
@@ -464,14 +494,52 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
       Z1_all[d] = Z1n_all[d];            \
       Z1n_all[d] = tp;                   \
     }                                    \
+    SWEEP_BORN_RECON_ROTATE();           \
   } while (0)
 
-/* No boundary saving. */
-#define SWEEP_EQ_RECON(f) 0
-#define SWEEP_EQ_RECON_ROW(p, off, base) ((void)0)
-#define SWEEP_EQ_RECON_CELL(i, w) ((void)(i), (void)(w))
-#define SWEEP_EQ_RECON_SOURCE(i, j, a) ((void)(i), (void)(j), (void)(a))
-#define SWEEP_EQ_RECON_LOAD_BAND(i, v) ((void)(i), (void)(v))
+/* Boundary saving: u0 and u1 run backwards in ru0 / ru0_next and ru1 /
+ * ru1_next (u^{t+1} in *_next receives u^{t-1}), which rotate with the
+ * adjoint fields. */
+#define SWEEP_BORN_RECON_STATE(f)                                                  \
+  SWEEP_R *ru0_next = (SWEEP_R *)(f)->recon_u0_next, *ru0 = (SWEEP_R *)(f)->recon_u0; \
+  SWEEP_R *ru1_next = (SWEEP_R *)(f)->recon_u1_next, *ru1 = (SWEEP_R *)(f)->recon_u1
+#define SWEEP_BORN_RECON_ROTATE() \
+  do {                            \
+    SWEEP_R *rt = ru0_next;       \
+    ru0_next = ru0;               \
+    ru0 = rt;                     \
+    rt = ru1_next;                \
+    ru1_next = ru1;               \
+    ru1 = rt;                     \
+  } while (0)
+#define SWEEP_BORN_RECON_GHOSTS(p)          \
+  do {                                      \
+    SWEEP_FN(fill_ghosts)(p, ru0_next);     \
+    SWEEP_FN(fill_ghosts)(p, ru1_next);     \
+  } while (0)
+#define SWEEP_EQ_RECON(f) ((f)->recon_u0 != NULL && (f)->grad_v2dt2 != NULL)
+/* Both fields one step backwards and the correlations on the plain x range
+ * of the row (lsrtm_recon_point; mu0_s holds G0). */
+#define SWEEP_EQ_RECON_ROW(p, off, base)                                                     \
+  do {                                                                                       \
+    _Pragma("omp simd") for (sweep_int x = (p)->plain_lo[2]; x < (p)->plain_hi[2]; ++x)      \
+        SWEEP_FN(lsrtm_recon_point)(p, v2dt2, dv2dt2, ru0 + (off), ru0_next + (off),         \
+                                    ru1 + (off), ru1_next + (off), mu0_s, mu1_s, grad_k,     \
+                                    grad_dk, (base) + x);                                    \
+  } while (0)
+/* The saved W0^t (w[0]) and W1^t (w[vs]) of a band or CPML cell, correlated
+ * as born_correlate does (mu0 holds G0). */
+#define SWEEP_EQ_RECON_CELL(i, w, vs)                                                  \
+  do {                                                                                 \
+    grad_k_all[i] = grad_k_all[i] + mu0[i] * (w)[0] + mu1[i] * (w)[vs];                \
+    grad_dk_all[i] += mu1[i] * (w)[0];                                                 \
+  } while (0)
+#define SWEEP_EQ_RECON_SOURCE(i, j, a) \
+  do {                                 \
+    ru0_next[i] -= v2dt2[j] * (a);     \
+    ru1_next[i] -= dv2dt2[j] * (a);    \
+  } while (0)
+#define SWEEP_EQ_RECON_LOAD_BAND(i, v, x) (((v) ? ru1_next : ru0_next)[i] = (x))
 
 #include "cpu_skeleton.h"
 

@@ -11,6 +11,10 @@
  * u^n and psi^n of each axis; the adjoint pairs it with mu^{n+1} and
  * Z^{n+1} (vrz_gradient_point), which are not written during step n, so a
  * row's gradient may read its neighbour rows at any time of the step.
+ * Boundary saving keeps the band's u; the adjoint runs u backwards in
+ * recon_u / recon_u_next on the plain cells and rebuilds each step's whole
+ * snapshot from it and the saves (SWEEP_EQ_RECON_SNAPSHOT), since a cell's
+ * B gradient reads its neighbours' u.
  */
 #include "vrz_cpu.h"
 
@@ -154,13 +158,61 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_adj_full_row)(
 #undef SWEEP_VRZ_SEGMENTS
 }
 
-/* sub_problem's VRZ arrays of shots: the wavefields and the model gradients,
- * fo elements on. */
+/* The x-CPML segments alone of a row that is plain in z and y, with the
+ * row's snapshot values as vrz_fwd_full_row writes them (the CPML replay,
+ * which does not hold the plain middle). */
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_edge_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *kappa_dt2, const SWEEP_R *buoyancy,
+    const SWEEP_R *u, SWEEP_R *u_prev, SWEEP_R *const *psi, SWEEP_R *const *psi_new,
+    SWEEP_R *const *zeta, const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wr,
+    sweep_int z, sweep_int y) {
+  const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const sweep_int ends[2][2] = {{h, p->plain_lo[2]}, {p->plain_hi[2], x_end}};
+  for (int e = 0; e < 2; ++e) {
+    const sweep_int x0 = ends[e][0], x1 = ends[e][1];
+    if (x0 < x1)
+      SWEEP_CALL_BY_MASK(vrz_fwd_row, 4, (p, kappa_dt2, buoyancy, u, u_prev, psi, psi_new, zeta,
+                                          pa, pb, wr, base, z, y, x0, x1))
+  }
+  if (wr) {
+    const size_t n = sizeof(SWEEP_R) * (size_t)(x_end - h);
+    memcpy(wr + p->shape[2] + h, u + base + h, n);
+    for (int d = SWEEP_FIRST_AXIS; d < 3; ++d)
+      memcpy(wr + (2 + d - SWEEP_FIRST_AXIS) * p->shape[2] + h, psi[d] + base + h, n);
+  }
+}
+
+/* Boundary saving: one step backwards of u on the plain cells [plain_lo,
+ * plain_hi) of row (z, y) (ru: u^t; ru_next: u^{t+1}, receives u^{t-1}; the
+ * forward update with no CPML axis is its own inverse in this form), writing
+ * the cells' snapshot values W^t, u^t and psi^t = 0 to st[x - store_lo + v *
+ * vs]. */
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_recon_snap_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *kappa_dt2, const SWEEP_R *buoyancy,
+    const SWEEP_R *ru, SWEEP_R *ru_next, const SWEEP_R *const *pa, const SWEEP_R *const *pb,
+    sweep_int z, sweep_int y, SWEEP_R *st, sweep_int vs) {
+  const sweep_int base = z * p->stride[0] + y * p->stride[1], lo = p->store_lo[2];
+  SWEEP_R *const none[3] = {NULL, NULL, NULL}; /* no CPML terms: never read */
+#pragma omp simd
+  for (sweep_int x = p->plain_lo[2]; x < p->plain_hi[2]; ++x) {
+    st[x - lo] = SWEEP_FN(vrz_fwd_point)(p, kappa_dt2, buoyancy, ru, ru_next, none, none, none,
+                                         pa, pb, base + x, z, y, x, 0);
+    st[vs + x - lo] = ru[base + x];
+  }
+  for (int v = 2; v < 2 + SWEEP_NDIM; ++v) /* psi of each axis */
+    for (sweep_int x = p->plain_lo[2]; x < p->plain_hi[2]; ++x) st[v * vs + x - lo] = 0;
+}
+
+/* sub_problem's VRZ arrays of shots: the wavefields, the model gradients and
+ * the reconstruction, fo elements on. */
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
     const sweep_vrz_fields *f, sweep_int fo, sweep_vrz_fields *g) {
   SWEEP_WAVE_SHIFT_SHOTS(f, fo, g);
   g->grad_kappa_dt2 = SWEEP_OFF(f->grad_kappa_dt2, fo);
   g->grad_buoyancy = SWEEP_OFF(f->grad_buoyancy, fo);
+  g->recon_u = SWEEP_OFF(f->recon_u, fo);
+  g->recon_u_next = SWEEP_OFF(f->recon_u_next, fo);
 }
 
 /* ---- The hooks of cpu_skeleton.h ---- */
@@ -185,7 +237,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y)                                            \
   SWEEP_FN(vrz_fwd_full_row)(p, kappa_dt2, buoyancy, u + (off), u_prev + (off), psi, psi_new, \
                              zeta, pa, pb, wr, z, y)
-#define SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y) ((void)0)
+#define SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y)                                        \
+  SWEEP_FN(vrz_fwd_edge_row)(p, kappa_dt2, buoyancy, u + (off), u_prev + (off), psi, psi_new, \
+                             zeta, pa, pb, wr, z, y)
 /* Receivers record u^t; sources add -K B f^t to u^{t+1} (in u_prev). */
 #define SWEEP_EQ_FWD_RECORD(i) (u[i])
 #define SWEEP_EQ_FWD_SOURCE(i, j, a) (u_prev[i] -= kappa_dt2[j] * buoyancy[j] * (a))
@@ -194,9 +248,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_BLOCK_STATE(f, odd, off) \
   SWEEP_EQ_MODEL(f);                      \
   SWEEP_WAVE_BLOCK_STATE(f, odd, off)
-/* No boundary saving (the stepper is not reversible). */
-#define SWEEP_EQ_FWD_SAVED(off) (u + (off))
-#define SWEEP_EQ_FWD_LOAD_BAND(i, v) ((void)0)
+/* Boundary saving: the band keeps u^t; the CPML replay loads it back. */
+#define SWEEP_EQ_FWD_SAVED(off, v) (u + (off))
+#define SWEEP_EQ_FWD_LOAD_BAND(i, v, x) (u[i] = (x))
 
 /* Adjoint, in mu = K lambda.  The correlate hook hands the row's snapshot to
  * the row hook (snap), which computes the row's gradients before its
@@ -204,6 +258,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_GRAD(f) ((f)->grad_kappa_dt2)
 #define SWEEP_EQ_ADJ_STATE(f)                                                         \
   SWEEP_R *mu_prev = (SWEEP_R *)(f)->u_prev, *mu = (SWEEP_R *)(f)->u;                \
+  SWEEP_R *ru_next = (SWEEP_R *)(f)->recon_u_next, *ru = (SWEEP_R *)(f)->recon_u;    \
   SWEEP_WAVE_ADJ_AXES(f)                                                             \
   SWEEP_R *gk_all = (SWEEP_R *)(f)->grad_kappa_dt2;                                  \
   SWEEP_R *gb_all = (SWEEP_R *)(f)->grad_buoyancy
@@ -229,20 +284,34 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
     gk_all[i] -= (a) * buoyancy[j] * mu[i];        \
     gb_all[i] -= (a) * mu[i];                      \
   } while (0)
-#define SWEEP_EQ_ADJ_GHOSTS(p, recon) SWEEP_FN(fill_ghosts)(p, mu_prev)
-#define SWEEP_EQ_ADJ_ROTATE() \
-  do {                        \
-    SWEEP_R *tmp = mu_prev;   \
-    mu_prev = mu;             \
-    mu = tmp;                 \
+#define SWEEP_EQ_ADJ_GHOSTS(p, recon)             \
+  do {                                            \
+    SWEEP_FN(fill_ghosts)(p, mu_prev);            \
+    if (recon) SWEEP_FN(fill_ghosts)(p, ru_next); \
+  } while (0)
+#define SWEEP_EQ_ADJ_ROTATE()  \
+  do {                         \
+    SWEEP_R *tmp = mu_prev;    \
+    mu_prev = mu;              \
+    mu = tmp;                  \
+    tmp = ru_next;             \
+    ru_next = ru;              \
+    ru = tmp;                  \
     SWEEP_WAVE_ADJ_SWAP_AXES() \
   } while (0)
-/* No boundary saving: the reconstruction hooks only consume their arguments. */
-#define SWEEP_EQ_RECON(f) 0
+/* Boundary saving: u runs backwards in ru / ru_next, and each step's
+ * snapshot is rebuilt in the one-slot store before the rows correlate it
+ * (vrz_recon_snap_row on the plain cells); the correlation is full
+ * storage's, so the cell hooks have nothing to do. */
+#define SWEEP_EQ_RECON(f) ((f)->recon_u != NULL && (f)->grad_kappa_dt2 != NULL)
+#define SWEEP_EQ_RECON_SNAPSHOT 1
+#define SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, off, z, y, st, vs)                                \
+  SWEEP_FN(vrz_recon_snap_row)(p, kappa_dt2, buoyancy, ru + (off), ru_next + (off), pa, pb, z, \
+                               y, st, vs)
 #define SWEEP_EQ_RECON_ROW(p, off, base) ((void)0)
-#define SWEEP_EQ_RECON_CELL(i, w) ((void)(i), (void)(w))
-#define SWEEP_EQ_RECON_SOURCE(i, j, a) ((void)(i), (void)(j), (void)(a))
-#define SWEEP_EQ_RECON_LOAD_BAND(i, v) ((void)(i), (void)(v))
+#define SWEEP_EQ_RECON_CELL(i, w, vs) ((void)(i), (void)(w), (void)(vs))
+#define SWEEP_EQ_RECON_SOURCE(i, j, a) (ru_next[i] -= kappa_dt2[j] * buoyancy[j] * (a))
+#define SWEEP_EQ_RECON_LOAD_BAND(i, v, x) (ru_next[i] = (x))
 
 #include "cpu_skeleton.h"
 

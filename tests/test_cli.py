@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import types
 
@@ -135,3 +136,5 @@ def test_every_registered_equation_shows(capsys, name):
     code, out, _ = _run(capsys, "show", name)
     assert code == 0
     assert name in out
+    # Every registered equation's compiled stepper runs backwards in time.
+    assert re.search(r"^  boundary saving +yes$", out, re.M), out

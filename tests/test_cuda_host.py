@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 import sweep
-from sweep import _compiled, _cuda_backend, _grid
+from sweep import _compiled, _cuda_backend, _grid, equations
 from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
-from sweep.testing import random_problem
+from sweep.testing import edge_acquisition, random_problem
 
 GXX = shutil.which("g++")
 pytestmark = pytest.mark.skipif(GXX is None, reason="g++ not found")
@@ -376,3 +376,32 @@ def test_host_cuda_vrz_dot_product_and_checkpointing(ndim, cuda_on_host):
     assert out_r.memory_plan.strategy == "ckpt-recursive"
     for key in ("vp", "z", "source_amplitudes"):
         assert np.array_equal(got[key], g[key]), key
+
+
+@pytest.mark.parametrize("equation", ["lsrtm", "vrz"])
+@pytest.mark.parametrize(("ndim", "order", "free"), [(2, 2, False), (2, 8, True), (3, 4, True)])
+def test_host_cuda_boundary_saving_matches_full_storage_and_cpu(equation, ndim, order, free,
+                                                                request):  # fmt: skip
+    """Boundary saving on the CUDA kernels (band save and load, CPML replay, the
+    reconstruction; VRZ's rebuilt snapshots): full storage's gradients to round-off
+    and sweep._C's boundary saving, sources and receivers on the band."""
+    problem = random_problem(ndim, accuracy=order, free_surface=free, nt=40, equation=equation)
+    spec = equations.get(equation)
+    problem = edge_acquisition(problem, problem[spec.models[0]].shape)
+    models = [problem.pop(m) for m in spec.models]
+
+    def run(**kw):
+        out, pullback = sweep.vjp(spec.function, *models, **problem, impl="c", **kw)
+        return out, pullback(d)
+
+    d = np.random.default_rng(8).standard_normal((2, 3, 40))
+    _, cpu = run(memory=BOUNDARY)
+    request.getfixturevalue("cuda_on_host")
+    _, ref = run()
+    out, got = run(memory=BOUNDARY)
+    assert out.memory_plan.strategy == "boundary"
+    for key in spec.models:
+        scale = np.abs(ref[key]).max()
+        np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12 * scale, err_msg=key)
+        np.testing.assert_allclose(got[key], cpu[key], rtol=0, atol=1e-11 * scale, err_msg=key)
+    assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])

@@ -98,10 +98,16 @@ def test_bad_arguments_are_clear_errors():
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=":0", silence_logs=logging.CRITICAL,  # any free port: never 8787
-    )  # fmt: skip
+    dask = pytest.importorskip("dask")
+    # The active memory manager drops the extra replicas of data every 10 ms
+    # instead of every 2 s: the race that made a dead worker lose the last copy
+    # of scattered models (a cancelled call) then happens nearly every time.
+    amm = {"distributed.scheduler.active-memory-manager.interval": "10ms"}
+    with dask.config.set(amm):
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=":0", silence_logs=logging.CRITICAL,  # any free port: never 8787
+        )  # fmt: skip
     client = distributed.Client(cluster, set_as_default=False)
     yield client
     client.close()

@@ -4,7 +4,9 @@ A new equation in ``sweep.equations.REGISTRY`` (with a ``problem``) is tested
 here without new test code: gradients against central differences over the
 whole model and over its edge cells alone, the adjoint dot-product test of
 the source-to-receiver map, eager against compiled where both exist,
-determinism, the adapters, and bad inputs rejected before any compute.
+every gradient memory strategy against full storage (boundary saving where
+the equation declares itself reversible), determinism, the adapters, and bad
+inputs rejected before any compute.
 """
 
 import math
@@ -14,6 +16,7 @@ import pytest
 
 import sweep
 from sweep import equations
+from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
 from sweep.testing import random_problem
 
 torch = pytest.importorskip("torch")
@@ -144,6 +147,100 @@ def test_eager_matches_compiled(name):
     a = spec.function(*models, **rest, impl="eager").receivers
     b = spec.function(*models, **rest, impl="c").receivers
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-11 * np.abs(b).max())
+
+
+# Every strategy of sweep._memory besides full storage in memory (the reference).
+_REPLAYING = {
+    "ckpt-chunk": MemoryOptions(strategy="ckpt", ckpt=CkptOptions(chunks=5)),
+    "ckpt-recursive": MemoryOptions(strategy="ckpt", ckpt=CkptOptions(mode="recursive", count=3)),
+}
+_BOUNDARY = MemoryOptions(strategy="boundary", boundary=BoundaryOptions())
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if equations.get(n).compiled])
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_every_memory_strategy_matches_full_storage(name, ndim, tmp_path, monkeypatch):
+    """Replaying strategies and disk storage bitwise; boundary saving (reversible
+    equations) to float64 round-off, with the source gradient bitwise; refused otherwise."""
+    monkeypatch.setenv("SWEEP_TMPDIR", str(tmp_path))
+    problem = _problem(name, ndim, free_surface=True)
+    spec, models, rest = _split(name, problem)
+    out0, pullback = sweep.vjp(spec.function, *models, **rest, impl="c", storage_mode="device")
+    d = np.random.default_rng(4).standard_normal(np.shape(out0.receivers))
+    ref = pullback(d)
+    runs = {"disk": {"storage_mode": "disk"}} | {k: {"memory": m} for k, m in _REPLAYING.items()}
+    for what, memory in runs.items():
+        out, pullback = sweep.vjp(spec.function, *models, **rest, impl="c", **memory)
+        assert out.memory_plan.strategy == ("full" if what == "disk" else what)
+        got = pullback(d)
+        for key in spec.gradients:
+            assert np.array_equal(got[key], ref[key]), (what, key)
+    if not spec.reversible:
+        with pytest.raises(ValueError, match=f"{name} equation"):
+            sweep.vjp(spec.function, *models, **rest, impl="c", memory=_BOUNDARY)
+        return
+    out, pullback = sweep.vjp(spec.function, *models, **rest, impl="c", memory=_BOUNDARY)
+    assert out.memory_plan.strategy == "boundary"
+    assert np.array_equal(np.asarray(out.receivers), np.asarray(out0.receivers))
+    got = pullback(d)
+    for key in spec.models:
+        scale = np.abs(ref[key]).max()
+        assert scale > 0, key
+        np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12 * scale, err_msg=key)
+    assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if equations.get(n).compiled])
+@pytest.mark.parametrize("strategy", ["full", "boundary", "ckpt_chunk"])
+def test_estimate_memory_is_within_ten_percent_of_the_measured_peak(name, strategy):
+    """sweep.estimate_memory(fn, ...) against tracemalloc's peak of the same gradient run."""
+    import tracemalloc
+
+    problem = random_problem(2, np.float32, equation=name, nt=300)
+    spec, models, rest = _split(name, problem)
+    models = [np.ascontiguousarray(np.tile(m, (3, 8))[:60, :200]) for m in models]  # larger
+    if strategy == "boundary" and not spec.reversible:
+        pytest.skip(f"{name} is not reversible")
+    memory = {
+        "full": {"storage_mode": "device"},
+        "boundary": {"memory": _BOUNDARY},
+        "ckpt_chunk": {"memory": MemoryOptions(strategy="ckpt", ckpt=CkptOptions(chunks=10))},
+    }[strategy]
+    est = sweep.estimate_memory(spec.function, *models, **rest, impl="c", **memory)
+    assert est.plan.strategy == strategy.replace("_", "-")
+    assert est.peak == est.strategies[strategy]
+    tracemalloc.start()
+    try:
+        out, pullback = sweep.vjp(spec.function, *models, **rest, impl="c", **memory)
+        pullback(np.ones_like(out.receivers))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert abs(est.peak - peak) <= 0.1 * peak, (est.peak, peak)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if equations.get(n).reversible])
+@pytest.mark.parametrize("shape", [(7, 9), (7, 30), (30, 7)])
+def test_boundary_saving_on_models_narrower_than_two_halos(name, shape):
+    """With accuracy 8 every cell of a 7-cell axis is in the band (no plain cells there)."""
+    problem = _problem(name, 2, accuracy=8)
+    spec = equations.get(name)
+    rng = np.random.default_rng(5)
+    big = equations._load(spec.problem)(shape, rng, np.float64) if spec.problem else None
+    for m in spec.models:
+        problem[m] = big[m] if big else 1500.0 + 500.0 * rng.random(shape)
+    problem["source_locations"] = np.array([[[3, 3]], [[4, 5]]])
+    problem["source_amplitudes"] = problem["source_amplitudes"][:, :1]
+    problem["receiver_locations"] = np.array([[[2, 2], [5, 6]]] * 2)
+    spec, models, rest = _split(name, problem)
+    out, pullback = sweep.vjp(spec.function, *models, **rest, impl="c")
+    d = rng.standard_normal(np.shape(out.receivers))
+    ref = pullback(d)
+    _, pullback = sweep.vjp(spec.function, *models, **rest, impl="c", memory=_BOUNDARY)
+    got = pullback(d)
+    for key in spec.models:
+        np.testing.assert_allclose(got[key], ref[key], rtol=0,
+                                   atol=1e-12 * np.abs(ref[key]).max(), err_msg=key)  # fmt: skip
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -5,7 +5,7 @@ import pytest
 
 import sweep
 from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
-from sweep.testing import random_problem
+from sweep.testing import edge_acquisition, random_problem
 
 torch = pytest.importorskip("torch")
 
@@ -212,12 +212,82 @@ def test_shots_split_between_threads_are_bitwise_one_thread(ndim):
             assert np.array_equal(got[key], ref[key]), (key, n_threads)
 
 
-def test_boundary_saving_is_refused():
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("order", [2, 8])
+@pytest.mark.parametrize("free", [False, True])
+def test_boundary_saving_matches_full_storage(ndim, order, free):
+    """Both fields run backwards in time: float64 agrees with full storage to round-off.
+
+    Sources and receivers sit on the band (model cells next to the CPML); the
+    source gradient does not depend on the forward field, so it is bitwise.
+    """
+    vp, mp, problem = _problem(ndim, free_surface=FREE[ndim] if free else False, accuracy=order)
+    problem = edge_acquisition(problem, vp.shape)
+    d = np.random.default_rng(12).standard_normal((2, 3, 60))
+    out0, ref = _gradients(vp, mp, problem, d)
+    out, got = _gradients(vp, mp, problem, d, memory=BOUNDARY)
+    assert out.memory_plan.strategy == "boundary"
+    assert np.array_equal(out.receivers, out0.receivers)
+    assert np.array_equal(out.background_receivers, out0.background_receivers)
+    for key in ("vp", "mp"):
+        scale = np.abs(ref[key]).max()
+        assert scale > 0
+        np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12 * scale, err_msg=key)
+    assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])
+
+
+def test_boundary_saving_is_bitwise_under_time_blocking(monkeypatch):
+    """Forward calls that save the band or replay the CPML are never blocked in time.
+
+    With blocking forced, the traces and gradients are bitwise the unblocked
+    ones (a blocked band save would leave the band, and so the gradients, wrong).
+    """
+    vp, mp, problem = _problem(2, free_surface=True, accuracy=8)
+    problem = edge_acquisition(problem, vp.shape)
+    d = np.random.default_rng(14).standard_normal((2, 3, 60))
+    runs = {}
+    for blocking in ("1,1,1", "4,1,8", "80,1,5"):
+        monkeypatch.setenv("SWEEP_TIME_BLOCKING", blocking)
+        runs[blocking] = _gradients(vp, mp, problem, d, memory=BOUNDARY)
+    (out0, ref), *others = runs.values()
+    assert out0.memory_plan.strategy == "boundary"
+    for out, got in others:
+        assert np.array_equal(out.receivers, out0.receivers)
+        assert np.array_equal(out.background_receivers, out0.background_receivers)
+        for key in ("vp", "mp", "source_amplitudes"):
+            assert np.array_equal(got[key], ref[key]), key
+
+
+def test_boundary_saving_float32_storage_places_and_threads(tmp_path, monkeypatch):
+    """float32 round-off only, the strips in host memory or on disk, shots split by thread."""
+    monkeypatch.setenv("SWEEP_TMPDIR", str(tmp_path))
+    problem = random_problem(2, np.float32, equation="lsrtm", accuracy=8, nt=80, n_shots=2,
+                             free_surface=True)  # fmt: skip
+    vp, mp = problem.pop("vp"), problem.pop("mp")
+    problem = edge_acquisition(problem, vp.shape)
+    d = np.random.default_rng(13).standard_normal((2, 3, 80)).astype(np.float32)
+    _, ref = _gradients(vp, mp, problem, d)
+    _, first = _gradients(vp, mp, problem, d, memory=BOUNDARY, n_threads=1)
+    for storage in ("gpu", "cpu", "disk"):
+        for n_threads in (1, 2, 3):  # 2: a shot per thread; 3: all threads share each step
+            memory = MemoryOptions(strategy="boundary", boundary=BoundaryOptions(storage=storage))
+            _, got = _gradients(vp, mp, problem, d, memory=memory, n_threads=n_threads)
+            for key in ("vp", "mp"):
+                rel = np.abs(got[key] - ref[key]).max() / np.abs(ref[key]).max()
+                assert rel < 1e-4, (storage, key, rel)
+                assert np.array_equal(got[key], first[key]), (storage, n_threads, key)
+    assert not list(tmp_path.iterdir())
+
+
+def test_boundary_saving_is_chosen_when_full_storage_does_not_fit():
+    """The planner counts both fields' strips (less than the snapshots) and picks them."""
     vp, mp, problem = _problem(2)
-    with pytest.raises(ValueError, match="lsrtm equation"):
-        sweep.vjp(sweep.lsrtm, vp, mp, **problem, impl="c", memory=BOUNDARY)
-    out, _ = sweep.vjp(sweep.lsrtm, vp, mp, **problem, impl="c", memory=MemoryOptions("auto"))
-    assert out.memory_plan.strategy != "boundary"
+    est = sweep.vjp(sweep.lsrtm, vp, mp, **problem, impl="c")[0].memory_plan.estimates
+    assert 0 < est["boundary"] < est["full"]
+    limit = (est["boundary"] + est["full"]) // 2
+    limits = {"storage_bytes_limit_device": limit, "storage_bytes_limit_host": limit}
+    out, _ = sweep.vjp(sweep.lsrtm, vp, mp, **problem, impl="c", **limits)
+    assert out.memory_plan.strategy == "boundary"
 
 
 @pytest.mark.parametrize("memory", [{}, STRATEGIES["ckpt-recursive"][1]], ids=["full", "ckpt"])

@@ -5,7 +5,7 @@ import pytest
 
 import sweep
 from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
-from sweep.testing import random_problem, ricker
+from sweep.testing import edge_acquisition, random_problem, ricker
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("sweep._C")
@@ -132,7 +132,7 @@ STRATEGIES = {
 @pytest.mark.parametrize("ndim", [2, 3])
 @pytest.mark.parametrize("interval", [1, 2])
 def test_memory_strategies_give_full_storages_gradient(ndim, interval, tmp_path, monkeypatch):
-    """Every strategy of a non-reversible stepper: bitwise full storage on the device.
+    """Full storage elsewhere, bf16 and checkpointing: bitwise full storage on the device.
 
     With a sampling interval, against full storage with the same interval;
     bf16 snapshots, wherever they are kept, bitwise each other and close to
@@ -164,12 +164,48 @@ def test_memory_strategies_give_full_storages_gradient(ndim, interval, tmp_path,
     assert not list(tmp_path.iterdir())  # disk stores removed
 
 
-def test_boundary_saving_is_refused():
-    vp, z, problem = _problem(2)
-    boundary = MemoryOptions(strategy="boundary", boundary=BoundaryOptions())
-    with pytest.raises(ValueError, match="the vrz equation's does not") as err:
-        sweep.vjp(sweep.vrz, vp, z, **problem, memory=boundary)
-    assert "checkpointing" in str(err.value)
+BOUNDARY = MemoryOptions(strategy="boundary", boundary=BoundaryOptions())
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("order", [2, 8])
+@pytest.mark.parametrize("free", [False, True])
+def test_boundary_saving_matches_full_storage(ndim, order, free):
+    """u runs backwards on the plain cells; every step's snapshot is rebuilt from it and the
+    saves, so float64 agrees with full storage to round-off.
+
+    Sources and receivers on the band; the source gradient is bitwise (it
+    does not read the forward field).
+    """
+    vp, z, problem = _problem(ndim, accuracy=order, free_surface=FREE[ndim] if free else False)
+    problem = edge_acquisition(problem, vp.shape)
+    out0, ref = _gradients(vp, z, problem)
+    out, got = _gradients(vp, z, problem, memory=BOUNDARY)
+    assert out.memory_plan.strategy == "boundary"
+    assert np.array_equal(out.receivers, out0.receivers)
+    for key in ("vp", "z"):
+        scale = np.abs(ref[key]).max()
+        assert scale > 0
+        np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12 * scale, err_msg=key)
+    assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])
+
+
+def test_boundary_saving_float32_storage_places_and_threads(tmp_path, monkeypatch):
+    """float32 round-off only; the strips in memory, host memory or on disk; shots per thread."""
+    monkeypatch.setenv("SWEEP_TMPDIR", str(tmp_path))
+    vp, z, problem = _problem(2, np.float32, accuracy=8, free_surface=True)
+    problem = edge_acquisition(problem, vp.shape)
+    _, ref = _gradients(vp, z, problem)
+    _, first = _gradients(vp, z, problem, memory=BOUNDARY, n_threads=1)
+    for storage in ("gpu", "cpu", "disk"):
+        for n_threads in (1, 2, 3):  # 2: a shot per thread; 3: all threads share each step
+            memory = MemoryOptions(strategy="boundary", boundary=BoundaryOptions(storage=storage))
+            _, got = _gradients(vp, z, problem, memory=memory, n_threads=n_threads)
+            for key in ("vp", "z"):
+                rel = np.abs(got[key] - ref[key]).max() / np.abs(ref[key]).max()
+                assert rel < 1e-4, (storage, key, rel)
+                assert np.array_equal(got[key], first[key]), (storage, n_threads, key)
+    assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("ndim", [2, 3])

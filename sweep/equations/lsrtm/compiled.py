@@ -9,8 +9,10 @@ variables, so a state here is two acoustic states
 Born field table.  The snapshot of a step is ``W0`` and ``W1`` of the model
 and CPML cells (two values per cell); the adjoint carries ``mu = K lambda``
 as the acoustic one does, the background's as ``G0 = mu0 + R mu1`` (see
-``cuda/lsrtm_stencil.h``).  It is not reversible: boundary saving would have to
-run both fields backwards and keep both bands (see :class:`CompiledLSRTM`).
+``cuda/lsrtm_stencil.h``).  Both fields are leapfrogs (``u1``'s driven by
+``dK W0``), so the forward pass runs backwards in time given both:
+:class:`CompiledLSRTM` is a :class:`sweep._stepper.ReversibleStepper` whose
+band save holds ``u0``, ``u1`` (state) and ``W0``, ``W1`` (snapshot).
 """
 
 from __future__ import annotations
@@ -19,24 +21,31 @@ from typing import Any, NamedTuple
 
 from ..._compiled import AdjState, CompiledStepper, FwdState, _Fields
 from ..._params import LSRTM_FIELDS
-from ..._stepper import ForwardState
+from ..._stepper import ReversibleState
 
 __all__ = ["BornCoefficients", "CompiledLSRTM"]
 
 _WAVES = ("u{}_prev", "u{}", "psi{}", "psi{}_new", "zeta{}")
+_RECON = frozenset({"recon_u0_next", "recon_u0", "recon_u1_next", "recon_u1"})
 _GRID = frozenset(
     {name.format(s) for s in "01" for name in (*_WAVES, "zeta{}_new")}
     | {"grad_v2dt2", "grad_dv2dt2"}
+    | _RECON
 )
 _WRITES = {
-    False: frozenset({name.format(s) for s in "01" for name in _WAVES} | {"rec", "store"}),
+    False: frozenset(
+        {name.format(s) for s in "01" for name in _WAVES}
+        | {"rec", "store", "band_u", "band_w", "replay_w"}
+    ),
     True: _GRID | {"grad_src"},
 }
 # Field slots (see CompiledStepper.field): the forward states, the adjoint
-# states and the model, distinct within one kernel call of either direction.
+# states, the model and the reconstruction, distinct within one kernel call
+# of either direction.
 _FWD_SLOTS = (0, 11)
 _ADJ_SLOTS = (22, 37)
 _MODEL_SLOT = 52
+_RECON_SLOT = 55  # u0^{t+1}, u0^t, u1^{t+1}, u1^t
 
 
 class BornCoefficients(NamedTuple):
@@ -59,7 +68,7 @@ class BornCoefficients(NamedTuple):
     ratio: Any
 
 
-class BornState(ForwardState):
+class BornState(ReversibleState):
     """The background and scattered wavefields at one time (:class:`FwdState` each)."""
 
     def __init__(self, engine: CompiledLSRTM) -> None:
@@ -69,6 +78,10 @@ class BornState(ForwardState):
     def parts(self) -> list[Any]:
         """Return views of everything a checkpoint must hold (both fields' :meth:`parts`)."""
         return self.background.parts() + self.scattered.parts()
+
+    def outer_parts(self) -> list[Any]:
+        """Return views of what a CPML replay starts from (both fields' ``outer_parts``)."""
+        return self.background.outer_parts() + self.scattered.outer_parts()
 
 
 class BornAdjoint:
@@ -94,20 +107,21 @@ class BornAdjoint:
 class CompiledLSRTM(CompiledStepper):
     """Runs the Born kernels on host (NumPy) or device (CuPy) arrays.
 
-    A :class:`sweep._stepper.Stepper`: full storage (any place, bf16,
-    sampling) and checkpointing.  Not reversible: boundary saving would need
-    the forward pass of both fields run backwards (the leapfrog of ``u1`` is,
-    given ``W0``), a band save of ``u0``, ``u1``, ``W0`` and ``W1``, a CPML
-    replay of both fields and kernels for all of it.
+    A :class:`sweep._stepper.ReversibleStepper`: full storage (any place,
+    bf16, sampling), checkpointing and boundary saving, which keeps ``u0``,
+    ``u1`` (:attr:`band_values`) and ``W0``, ``W1`` of the band, replays
+    the CPML of both fields and runs both backwards in the adjoint pass
+    (``lsrtm_recon_point`` of ``cuda/lsrtm_stencil.h``).
     """
 
     name = "lsrtm"
-    reversible = False
+    reversible = True
     fields = LSRTM_FIELDS
     grid_fields = _GRID
     model_fields = frozenset({"v2dt2", "dv2dt2"})
     writes = _WRITES
     snapshot_values = 2
+    band_values = 2  # u0 and u1
 
     waves = 2  # u0 and u1 (state_bytes, live_state_bytes: CompiledStepper's)
     time_blocking = True  # both fields leapfrog in one stage (cpu_blocking.h)
@@ -163,6 +177,14 @@ class CompiledLSRTM(CompiledStepper):
         """Return zeroed adjoint wavefields and the gradient accumulators asked for."""
         return BornAdjoint(self, model=model, source=source)
 
+    def start_reconstruction(self, adj: BornAdjoint, final: BornState) -> None:
+        """Run both forward fields backwards alongside ``adj``, from steps nt and nt - 1."""
+        for i, (a, s) in enumerate(
+            ((adj.background, final.background), (adj.scattered, final.scattered))
+        ):
+            a.recon_next = self.copy_field(s.u, _RECON_SLOT + 2 * i)
+            a.recon = self.copy_field(s.u_prev, _RECON_SLOT + 2 * i + 1)
+
     def new_receivers(self) -> Any:
         """Return zeroed traces (2, n_shots, n_rec, nt): the scattered, then the background."""
         g = self.geom
@@ -190,6 +212,13 @@ class CompiledLSRTM(CompiledStepper):
     def _set_coefficients(self, f: _Fields, coeffs: BornCoefficients, *, adjoint: bool) -> None:
         f.set("v2dt2", coeffs.v2dt2)
         f.set("dv2dt2", coeffs.dv2dt2)
+
+    def _recon_fields(self, adj: BornAdjoint) -> dict[str, Any]:
+        b, s = adj.background, adj.scattered
+        if b.recon is None:
+            return {}
+        return {"recon_u0_next": b.recon_next, "recon_u0": b.recon,
+                "recon_u1_next": s.recon_next, "recon_u1": s.recon}  # fmt: skip
 
     def _receiver_record(self, x: Any) -> Any:
         return x if x.ndim == 4 else x[None]  # the adjoint's residuals: one set

@@ -11,7 +11,7 @@ import numpy as np
 
 from ... import _callbacks, _memory
 from ... import _validate as val
-from ..._api import check_cotangent, eager_vjp
+from ..._api import check_cotangent, eager_vjp, memory_estimate_of
 from ..._setup import Call, prepare, velocity_speeds
 from ..._xp import from_kernel_array, is_numpy_array, kernel_array
 from ...acoustic import AcousticResult, model_gradient
@@ -195,9 +195,9 @@ def lsrtm(
     storage_bytes_limit_host
         As in :func:`sweep.acoustic` (``impl="c"``).  A gradient step keeps
         two snapshot values per cell (the background's and the scattered
-        field's ``W``), twice the acoustic storage; boundary saving does not
-        apply (the Born stepper is not reversible), so
-        ``MemoryOptions(strategy="boundary")`` is refused.
+        field's ``W``), twice the acoustic storage; boundary saving keeps
+        both fields and both ``W`` of the band and runs both fields
+        backwards in time.
 
     Returns
     -------
@@ -277,4 +277,10 @@ def _eager_vjp(call: Call) -> tuple[LSRTMResult, Callable[[Any], dict[str, Any]]
     return _result(call, receivers, background, state), pullback
 
 
+def _estimate_memory(*args: Any, **kwargs: Any) -> _memory.MemoryEstimate:
+    """:func:`sweep.estimate_memory` of a :func:`sweep.lsrtm` call."""
+    return memory_estimate_of(lsrtm, _prepare, CompiledLSRTM, args, kwargs, eager_states=2)
+
+
 lsrtm.__sweep_vjp__ = _lsrtm_vjp  # type: ignore[attr-defined]
+lsrtm.__sweep_memory__ = _estimate_memory  # type: ignore[attr-defined]

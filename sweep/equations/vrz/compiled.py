@@ -6,26 +6,33 @@ record and step one acoustic-like wavefield, so :class:`CompiledVRZ` is
 :class:`sweep._compiled.CompiledStepper` with its default one-wavefield
 states (:class:`sweep._compiled.FwdState`, an :class:`~sweep._compiled.AdjState`
 with the VRZ gradients) and the VRZ field table, models, snapshots and
-gradients.  Its forward pass does not run
-backwards in time in this implementation (boundary saving would need the
-band's ``u`` and the snapshot's ``u`` and ``psi`` there), so it is a plain
-:class:`sweep._stepper.Stepper`: full storage and checkpointing.
+gradients.  A :class:`sweep._stepper.ReversibleStepper`: the leapfrog of
+``u`` runs backwards in time on the plain cells, and since the gradient of
+``B`` at a cell reads its neighbours' snapshot values, the adjoint rebuilds
+each step's whole snapshot (``W``, ``u``, ``psi``) in a one-step buffer from
+the reconstruction (plain cells, where ``psi`` is zero), the band's save and
+the CPML replay, then correlates it as full storage does.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from ..._compiled import _ADJ_SLOT, AdjState, CompiledStepper, _Fields
+from ..._compiled import _ADJ_SLOT, _RECON_SLOT, AdjState, CompiledStepper, FwdState, _Fields
 from ..._grid import Geometry
 from ..._params import VRZ_FIELDS
 
 _WAVE = frozenset({"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new"})
 _GRADIENTS = frozenset({"grad_kappa_dt2", "grad_buoyancy"})
-# Buffers each direction writes (see sweep._compiled).
+_RECON = frozenset({"recon_u_next", "recon_u"})
+# Buffers each direction writes (see sweep._compiled); the adjoint writes the
+# store when boundary saving rebuilds each step's snapshot in it.
 _WRITES = {
-    False: frozenset({"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store"}),
-    True: _WAVE | _GRADIENTS | {"grad_src"},
+    False: frozenset(
+        {"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store", "band_u", "band_w", "replay_w"}
+    ),
+    True: _WAVE | _GRADIENTS | _RECON | {"grad_src", "store"},
 }
 # Field slots (see CompiledStepper.field) of the models, past the adjoint's.
 _KAPPA_SLOT = 29
@@ -45,6 +52,7 @@ class VRZAdjState(AdjState):
         slot = _ADJ_SLOT + 2 + 4 * engine.geom.ndim  # after mu, mu_prev, P and Z
         self.grad_kappa_dt2 = engine.field(slot) if model else None
         self.grad_buoyancy = engine.field(slot + 1) if model else None
+        self.recon_snapshot: Any = None  # boundary saving: the step's rebuilt snapshot
 
 
 class CompiledVRZ(CompiledStepper):
@@ -53,13 +61,15 @@ class CompiledVRZ(CompiledStepper):
     Its coefficients are ``(K, B)`` on the padded grid in the kernels' layout
     (:meth:`kernel_coefficients`); a snapshot holds ``W``, ``u`` and ``psi``
     of each axis per cell (``2 + ndim`` values).  A
-    :class:`sweep._stepper.Stepper`: full storage and checkpointing.
+    :class:`sweep._stepper.ReversibleStepper`: full storage, checkpointing
+    and boundary saving (the band keeps ``u``, the snapshot's values of the
+    band all ``2 + ndim``).
     """
 
     name = "vrz"
-    reversible = False
+    reversible = True
     fields = VRZ_FIELDS
-    grid_fields = _WAVE | _GRADIENTS
+    grid_fields = _WAVE | _GRADIENTS | _RECON
     model_fields = frozenset({"kappa_dt2", "buoyancy"})
     writes = _WRITES
     # Temporal blocking: a forward step streams u, u_prev, K and B (float32
@@ -76,6 +86,11 @@ class CompiledVRZ(CompiledStepper):
     def model_gradient_bytes(self) -> int:
         """Bytes of the per-shot gradient accumulators (K and B)."""
         return 2 * self.field_bytes
+
+    @property
+    def reconstruction_bytes(self) -> int:
+        """Bytes of the reconstructed u^{t+1}, u^t and the one-step snapshot it rebuilds."""
+        return 2 * self.field_bytes + math.prod(self.snapshot_shape) * self.dtype.itemsize
 
     def working_bytes(self, *, gradient: bool) -> int:
         """Arrays every run allocates besides the strategy's storage (for estimates).
@@ -112,6 +127,12 @@ class CompiledVRZ(CompiledStepper):
         """Return zeroed adjoint wavefields and the gradient accumulators asked for."""
         return VRZAdjState(self, model=model, source=source)
 
+    def start_reconstruction(self, adj: VRZAdjState, final: FwdState) -> None:
+        """Run u backwards alongside ``adj`` from u^{nt}, u^{nt-1}; add the snapshot buffer."""
+        adj.recon_next = self.copy_field(final.u, _RECON_SLOT)  # u^{nt}
+        adj.recon = self.copy_field(final.u_prev, _RECON_SLOT + 1)  # u^{nt-1}
+        adj.recon_snapshot = self.zeros(1, *self.snapshot_shape)
+
     def finish_gradient(self, adj: VRZAdjState, coeffs: tuple[Any, Any]) -> tuple[Any, Any]:
         """Return the gradients with respect to the padded K and B, summed over shots.
 
@@ -135,6 +156,13 @@ class CompiledVRZ(CompiledStepper):
         adj.point(f)
         f.set("grad_kappa_dt2", adj.grad_kappa_dt2)
         f.set("grad_buoyancy", adj.grad_buoyancy)
+
+    def _recon_fields(self, adj: VRZAdjState) -> dict[str, Any]:
+        if adj.recon is None:
+            return {}
+        # The kernels rebuild each step's snapshot in slot 0 of the store.
+        return {"recon_u_next": adj.recon_next, "recon_u": adj.recon,
+                "store": adj.recon_snapshot}  # fmt: skip
 
 
 def model_gradients(

@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from ... import _memory
 from ... import _validate as val
-from ..._api import compiled_forward, compiled_pullback, eager_vjp
+from ..._api import compiled_forward, compiled_pullback, eager_vjp, memory_estimate_of
 from ..._fd import halo
 from ..._setup import Call, Speeds, prepare
 from ..._xp import is_numpy_array, kernel_array
@@ -171,7 +172,8 @@ def vrz(
         As in :func:`sweep.acoustic`.  A snapshot of the compiled gradient
         holds ``2 + ndim`` values per cell and step (``W``, ``u`` and ``psi``
         of each axis), so full storage takes that many times the acoustic's;
-        boundary saving is not available (use checkpointing).
+        boundary saving keeps ``u`` and those values of the band and rebuilds
+        each step's snapshot in the adjoint pass.
 
     Returns
     -------
@@ -215,4 +217,11 @@ def _vrz_vjp(
     return result, pullback
 
 
+def _estimate_memory(*args: Any, **kwargs: Any) -> _memory.MemoryEstimate:
+    """:func:`sweep.estimate_memory` of a :func:`sweep.vrz` call."""
+    # The eager VRZ step keeps other residuals than eager_memory counts.
+    return memory_estimate_of(vrz, _prepare, CompiledVRZ, args, kwargs, eager_states=None)
+
+
 vrz.__sweep_vjp__ = _vrz_vjp  # type: ignore[attr-defined]
+vrz.__sweep_memory__ = _estimate_memory  # type: ignore[attr-defined]
