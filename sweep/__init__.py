@@ -15,6 +15,7 @@ from ._config import config
 from ._impl import binding_error
 from ._vjp import vjp
 from .acoustic import AcousticResult, acoustic
+from .equations.elastic import ElasticResult, elastic
 from .equations.lsrtm import LSRTMResult, lsrtm
 from .equations.vrz import VRZResult, vrz
 
@@ -22,6 +23,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AcousticResult",
+    "ElasticResult",
     "LSRTMResult",
     "VRZResult",
     "__version__",
@@ -31,6 +33,7 @@ __all__ = [
     "binding_available",
     "config",
     "distributed",
+    "elastic",
     "equations",
     "lsrtm",
     "release_cached_memory",

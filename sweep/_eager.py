@@ -11,13 +11,15 @@ may wrap it in ``torch.compile`` or ``jax.lax.scan``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from dataclasses import field as dataclass_field
+from typing import Any, ClassVar
 
 import numpy as np
 
 from . import _fd
 from ._callbacks import Callbacks, CallbackState
 from ._grid import Geometry
+from ._points import DeviceTerms, PointTerms
 from ._xp import array_namespace, device_of, pad_zeros, scatter_add
 
 
@@ -30,20 +32,53 @@ class EagerBase:
     ``final_state(state)``; this base supplies the padded grid, the stencil
     taps, the CPML strips, model padding, receiver sampling, source
     injection and the free-surface ghosts, so those are written once.
+
+    A first-order system (velocity-stress, E-H) updates its fields in
+    half-step phases instead of one leapfrog: it lists them in ``phases``
+    (method names, each ``phase(state, coeffs, amp_t) -> state``) and
+    implements ``sample(state)``, taken after phase ``record_after``; the
+    default :meth:`step` runs them.  Settings of the equation's own (e.g.
+    source and receiver kinds) reach the engine as keyword arguments of
+    :meth:`build` and are kept in ``options``.
     """
 
     geom: Geometry
     xp: Any
     dtype: Any
     device: Any
+    options: dict[str, Any] = dataclass_field(default_factory=dict)
 
     @classmethod
-    def build(cls, geom: Geometry, like: Any) -> EagerBase:
-        """Prepare constants on the namespace/device/dtype of ``like``."""
+    def build(cls, geom: Geometry, like: Any, **options: Any) -> EagerBase:
+        """Prepare constants on the namespace/device/dtype of ``like``.
+
+        ``options``: the equation's own validated settings (``Call.extra``).
+        """
         xp = array_namespace(like)
-        self = cls(geom, xp, like.dtype, device_of(like))
+        self = cls(geom, xp, like.dtype, device_of(like), dict(options))
         self._setup()
         return self
+
+    @property
+    def plan_key(self) -> tuple:
+        """Hashable summary of ``options`` (part of a compiled step's cache key)."""
+        return tuple(sorted((k, repr(v)) for k, v in self.options.items()))
+
+    def point_terms(self, terms: list[PointTerms], n_columns: int) -> list[DeviceTerms]:
+        """Move weighted point operators (:mod:`sweep._points`) onto the engine's device."""
+        n = self.geom.shot_stride
+        out = []
+        for t in terms:
+            out.append(
+                DeviceTerms(
+                    t.field,
+                    self._asarray(t.shot * n + t.cell, self.xp.int64),
+                    self._asarray(t.cell, self.xp.int64),
+                    self._asarray(t.shot * n_columns + t.column, self.xp.int64),
+                    self._asarray(t.weight),
+                )
+            )
+        return out
 
     def _asarray(self, x: np.ndarray, dtype: Any = None) -> Any:
         return self.xp.asarray(x, dtype=dtype or self.dtype, device=self.device)
@@ -288,8 +323,27 @@ class EagerBase:
         """Zero state."""
         raise NotImplementedError
 
+    phases: ClassVar[tuple[str, ...]] = ()  # half-step phases of a first-order system
+    record_after: ClassVar[int] = 0  # the phase after which sample() records
+
     def step(self, state: dict[str, Any], coeffs: Any, amp_t: Any | None) -> tuple[dict, Any]:
-        """One time step: the new state and the receiver samples (or None)."""
+        """One time step: the new state and the receiver samples (or None).
+
+        The default runs the equation's ``phases`` in order, each
+        ``getattr(self, name)(state, coeffs, amp_t) -> state``, and takes
+        :meth:`sample` after phase ``record_after``.
+        """
+        if not self.phases:
+            raise NotImplementedError
+        rec = None
+        for i, name in enumerate(self.phases):
+            state = getattr(self, name)(state, coeffs, amp_t)
+            if i == self.record_after:
+                rec = self.sample(state)
+        return state, rec
+
+    def sample(self, state: dict[str, Any]) -> Any:
+        """Receiver samples (n_shots, n_rec) of a phased step, or None without receivers."""
         raise NotImplementedError
 
     def final_state(self, state: dict[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Finite-difference coefficients: the only place they are defined.
 
-Centred first- and second-derivative weights for accuracy orders 2, 4, 6 and 8
-are computed exactly (as fractions) from their closed forms.  Three consumers
+Centred first- and second-derivative weights, and the staggered first
+derivative of first-order systems (elastic velocity-stress), for accuracy
+orders 2, 4, 6 and 8 are computed exactly (as fractions).  Three consumers
 read them from here:
 
 * the eager Array-API kernels (``sweep._eager``) at run time,
@@ -55,6 +56,47 @@ def second_derivative(order: int) -> tuple[Fraction, ...]:
         for k in range(1, m + 1)
     ]
     return (-2 * sum(side, Fraction(0)), *side)
+
+
+@cache
+def staggered_first_derivative(order: int) -> tuple[Fraction, ...]:
+    """Weights ``c_k`` (k = 1..order/2) of the staggered first derivative.
+
+    ``du/dx (i + 1/2) ~ sum_k c_k (u[i+k] - u[i-k+1]) / dx``: the derivative
+    half way between samples (Virieux's grid).  The weights make the stencil
+    exact for polynomials up to degree ``order``: ``sum_k 2 c_k (k - 1/2)^p``
+    is 1 for ``p = 1`` and 0 for odd ``p = 3 .. order - 1``; solved exactly.
+    Order 4 gives the familiar 9/8, -1/24.
+    """
+    m = _half(order)
+    half = Fraction(1, 2)
+    rows = [[2 * (k - half) ** p for k in range(1, m + 1)] for p in range(1, 2 * m, 2)]
+    rhs = [Fraction(int(p == 1)) for p in range(1, 2 * m, 2)]
+    return tuple(_solve(rows, rhs))
+
+
+def _solve(a: list[list[Fraction]], b: list[Fraction]) -> list[Fraction]:
+    """Exact Gaussian elimination of a small non-singular system."""
+    n = len(b)
+    a = [[*row, rhs] for row, rhs in zip(a, b, strict=True)]
+    for col in range(n):
+        piv = next(r for r in range(col, n) if a[r][col] != 0)
+        a[col], a[piv] = a[piv], a[col]
+        for r in range(n):
+            if r != col and a[r][col] != 0:
+                f = a[r][col] / a[col][col]
+                a[r] = [x - f * y for x, y in zip(a[r], a[col], strict=True)]
+    return [a[i][n] / a[i][i] for i in range(n)]
+
+
+def staggered_spectral_radius(order: int) -> float:
+    """Largest eigenvalue of ``-D+ D-`` (the staggered pair) on a unit grid.
+
+    ``(2 sum_k |c_k|)^2``, reached at the Nyquist wavenumber: a staggered
+    first-order system is stable while ``(v dt)^2 sum_d rho / dx_d^2 <= 4``,
+    the leapfrog condition of :func:`second_derivative_spectral_radius`.
+    """
+    return float(2 * sum(abs(c) for c in staggered_first_derivative(order))) ** 2
 
 
 def second_derivative_spectral_radius(order: int) -> float:

@@ -160,24 +160,40 @@ class Geometry:
             live[n_pad - 1 - h] = False
         return live
 
-    def ghost_mirror(self, d: int) -> tuple[np.ndarray, np.ndarray]:
-        """(mirror index, ghost mask) along axis ``d`` for free-surface ghosts."""
+    def ghost_mirror(self, d: int, half: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(mirror index, ghost mask) along axis ``d`` for free-surface ghosts.
+
+        The surface is the outermost model cell ``S`` of a free face; a ghost
+        at position ``S - k`` mirrors ``S + k``.  ``half``: the field is
+        staggered along ``d`` (index ``i`` is position ``i + 1/2``), so its
+        ghosts are the positions beyond the surface (on the high face the
+        index ``S`` itself), each mirroring the position as far inside.
+        """
         h, n_pad = self.halo, self.padded_shape[d]
         mirror = np.arange(n_pad)
         ghost = np.zeros(n_pad, dtype=bool)
+        shift = int(half)
         if self.free_surface[2 * d]:
             g = np.arange(h)
-            mirror[g] = 2 * h - g
+            mirror[g] = 2 * h - g - shift
             ghost[g] = True
         if self.free_surface[2 * d + 1]:
-            g = np.arange(n_pad - h, n_pad)
-            mirror[g] = 2 * (n_pad - 1 - h) - g
+            g = np.arange(n_pad - h - shift, n_pad)
+            mirror[g] = 2 * (n_pad - 1 - h) - g - shift
             ghost[g] = True
         return mirror, ghost
 
     @cached_property
     def pml_profiles(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
         """(a, b) C-PML profiles per axis, float64, length ``padded_shape[d]``."""
+        return self._profiles(0.0)
+
+    @cached_property
+    def pml_profiles_half(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """:attr:`pml_profiles` at the half nodes ``i + 1/2`` (fields staggered along the axis)."""
+        return self._profiles(0.5)
+
+    def _profiles(self, offset: float) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
         return tuple(
             cpml_profile(
                 self.padded_shape[d],
@@ -188,6 +204,7 @@ class Geometry:
                 self.dt,
                 self.v_max,
                 self.pml_freq,
+                offset,
             )
             for d in range(self.ndim)
         )
@@ -447,24 +464,29 @@ def cpml_profile(
     dt: float,
     v_max: float,
     freq: float,
+    offset: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """C-PML ``a`` and ``b`` profiles along one axis (zero outside the CPML).
 
     Damping ``d(r) = d0 r^2`` with ``r`` the normalised depth into the CPML,
     ``d0 = 3 v_max ln(1/R) / (2 L)``, frequency shift
     ``alpha(r) = pi freq (1 - r)``, ``b = exp(-(d + alpha) dt)`` and
-    ``a = d (b - 1) / (d + alpha)``.
+    ``a = d (b - 1) / (d + alpha)``.  ``offset = 0.5`` evaluates the profiles
+    half a cell along the axis, at the nodes of fields staggered along it:
+    ``r`` is the same linear function of position (0 at the outermost model
+    cell, 1 at the outermost CPML cell, clipped to 1 beyond it).
     """
     a = np.zeros(n_pad)
     b = np.zeros(n_pad)
+    x = np.arange(n_pad) + offset
     faces = []
     if w_lo:
-        pos = np.arange(halo, halo + w_lo)
-        faces.append((w_lo, pos, (halo + w_lo - pos) / w_lo))
+        pos = np.flatnonzero((x >= halo) & (x < halo + w_lo))
+        faces.append((w_lo, pos, (halo + w_lo - x[pos]) / w_lo))
     if w_hi:
         start = n_pad - halo - w_hi
-        pos = np.arange(start, start + w_hi)
-        faces.append((w_hi, pos, (pos - start + 1) / w_hi))
+        pos = np.flatnonzero((x > start - 1) & (x <= n_pad - halo - 1 + offset))
+        faces.append((w_hi, pos, np.minimum((x[pos] - start + 1) / w_hi, 1.0)))
     for width, pos, r in faces:
         d0 = 3.0 * v_max * math.log(1.0 / reflection_target(width)) / (2.0 * width * dx)
         damp = d0 * r**2

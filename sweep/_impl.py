@@ -82,15 +82,26 @@ def binding_fix() -> str:
     return "Build sweep from source with a C compiler (pip install .) to enable impl='c'."
 
 
-def resolve_impl(impl: str | None, *, stacklevel: int = 3) -> str:
+def resolve_impl(
+    impl: str | None, *, stacklevel: int = 3, compiled: bool = True, equation: str = ""
+) -> str:
     """Return "c" or "eager" for a requested ``impl``.
 
     ``None``/"auto" and "c" use the compiled kernels when ``sweep._C`` imports
     and otherwise fall back to "eager" with a ``UserWarning`` naming the
-    reason and the fix (see :func:`source_tree_hint`).
+    reason and the fix (see :func:`source_tree_hint`).  An equation without
+    compiled kernels (``compiled=False``) runs eager for ``None``/"auto" and
+    refuses "c" with a clear error.
     """
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of None, 'auto', 'c' or 'eager', got {impl!r}")
+    if not compiled:
+        if impl == "c":
+            raise ValueError(
+                f"sweep.{equation} has no compiled kernels yet, so impl='c' is not available; "
+                "use impl='eager' (or None, which chooses it)"
+            )
+        return "eager"
     if impl == "eager":
         return "eager"
     reason = binding_error()

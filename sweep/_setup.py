@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,8 @@ class Call:
     memory: _memory.MemorySettings
     callbacks: Callbacks | None = None
     initial_state: dict[str, Any] | None = None
+    # Validated settings of the equation's own (its engines' keyword arguments).
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def prepare(
@@ -88,6 +90,8 @@ def prepare(
     callback_frequency: Any = 1,
     initial_state: Any = None,
     wavefields: Sequence[str] = ("u", "u_prev", "psi", "zeta"),
+    cfl_scheme: str = "leapfrog",
+    compiled: bool = True,
     stacklevel: int = 5,
     **memory_options: Any,
 ) -> Call:
@@ -106,6 +110,13 @@ def prepare(
     initial_state : dict, optional
         The state of step 0 (a previous result's ``state``): checked against
         ``wavefields``, the equation's declared state fields.
+    cfl_scheme : str
+        The time stepping of the CFL check (:func:`sweep._validate.cfl_limit`):
+        ``"leapfrog"`` (second-order fields) or ``"staggered"`` (first-order
+        systems).
+    compiled : bool
+        Whether the equation has compiled kernels; without them ``impl=None``
+        runs eager and ``impl="c"`` is an error.
     stacklevel : int
         Stack level of warnings, counted from this function.
     **memory_options
@@ -145,7 +156,7 @@ def prepare(
     order = val.check_accuracy(accuracy)
     mem = _memory.check_settings(**memory_options)
     callbacks = check_callbacks(forward_callback, backward_callback, callback_frequency)
-    impl = resolve_impl(impl, stacklevel=stacklevel)
+    impl = resolve_impl(impl, stacklevel=stacklevel, compiled=compiled, equation=equation)
     if impl == "eager" and backward_callback is not None:
         raise ValueError(
             "backward_callback runs in the compiled adjoint pass (impl='c'); with impl='eager' "
@@ -200,7 +211,7 @@ def prepare(
             "its CFL and CPML set-up. Use sweep.propagator.jax.PropJax inside jax.jit."
         )
     speed = speeds({k: np.asarray(to_host(x)) for k, x in models.items()}, order)
-    val.check_cfl(dt, speed.cfl, spacing, order)
+    val.check_cfl(dt, speed.cfl, spacing, order, cfl_scheme)
     v_max = speed.damping
     if max_vel is not None:
         if not (isinstance(max_vel, (int, float)) and math.isfinite(max_vel) and max_vel > 0):

@@ -116,15 +116,32 @@ def check_accuracy(accuracy: Any) -> int:
     return int(accuracy)
 
 
-def cfl_limit(v_max: float, spacing: Sequence[float], order: int) -> float:
-    """Largest stable dt of the leapfrog scheme for ``order``."""
-    rho = _fd.second_derivative_spectral_radius(order)
+CFL_SCHEMES = ("leapfrog", "staggered")
+
+
+def cfl_limit(
+    v_max: float, spacing: Sequence[float], order: int, scheme: str = "leapfrog"
+) -> float:
+    """Largest stable dt of ``scheme`` for ``order``.
+
+    ``"leapfrog"``: second-order fields (the centred second difference);
+    ``"staggered"``: first-order systems on a staggered grid (velocity-stress),
+    whose pair of staggered first differences has a larger spectral radius.
+    """
+    if scheme == "staggered":
+        rho = _fd.staggered_spectral_radius(order)
+    elif scheme == "leapfrog":
+        rho = _fd.second_derivative_spectral_radius(order)
+    else:
+        raise ValueError(f"unknown CFL scheme {scheme!r}; one of {CFL_SCHEMES}")
     return 2.0 / (v_max * math.sqrt(sum(rho / dx**2 for dx in spacing)))
 
 
-def check_cfl(dt: float, v_max: float, spacing: Sequence[float], order: int) -> None:
-    """Raise when ``dt`` exceeds the CFL limit."""
-    limit = cfl_limit(v_max, spacing, order)
+def check_cfl(
+    dt: float, v_max: float, spacing: Sequence[float], order: int, scheme: str = "leapfrog"
+) -> None:
+    """Raise when ``dt`` exceeds the CFL limit of ``scheme`` (see :func:`cfl_limit`)."""
+    limit = cfl_limit(v_max, spacing, order, scheme)
     if dt >= limit:
         raise ValueError(
             f"dt={dt:g} violates the CFL stability limit {limit:.6g} for accuracy={order} "

@@ -69,6 +69,7 @@ class _Call:
     memory: _memory.MemorySettings
     callbacks: Callbacks | None = None
     initial_state: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # see sweep._setup.Call
 
 
 def _prepare(

@@ -67,7 +67,7 @@ IMPLS = [(n, i) for n in equations.names() for i in ("c", "eager")
 def test_forward_callback_sees_the_wavefield_at_its_step(name, impl):
     problem = _problem(name)
     spec = equations.get(name)
-    field = "u1" if name == "lsrtm" else "u"
+    field = {"lsrtm": "u1", "elastic": "vz"}.get(name, "u")
     rec = _Recorder(field)
     spec.function(**problem, impl=impl, forward_callback=rec, callback_frequency=9)
     assert rec.steps == [0, 9, 18, 27]

@@ -296,7 +296,7 @@ def build_eager_plan(
     bound.apply_defaults()
     call = prepare(**bound.arguments)
     geom = call.geom
-    engine = engine_cls.build(geom, like)
+    engine = engine_cls.build(geom, like, **call.extra)
     key = (
         spec.name,
         geom.model_shape,
@@ -306,6 +306,7 @@ def build_eager_plan(
         str(engine.device),
         geom.v_max,
         geom.pml_freq,
+        engine.plan_key,
     )
     return EagerPlan(
         nt=geom.nt,
@@ -359,6 +360,11 @@ lsrtm_eager_plan = _eager_plan_of(
     "sweep.equations.lsrtm.propagator:_prepare", states=2,
 )  # fmt: skip
 
+elastic_eager_plan = _eager_plan_of(
+    "elastic", "sweep.equations.elastic.eager:EagerElastic",
+    "sweep.equations.elastic.propagator:_prepare", states=6,
+)  # fmt: skip
+
 
 REGISTRY: dict[str, EquationSpec] = {
     "acoustic": EquationSpec(
@@ -385,6 +391,37 @@ REGISTRY: dict[str, EquationSpec] = {
         snapshot=("W0", "W1"),
         problem="sweep.equations.lsrtm.problem:random_models",
         description="Born modelling (scattered pressure) and migration for LSRTM",
+    ),
+    "elastic": EquationSpec(
+        "elastic",
+        models=("vp", "vs", "rho"),
+        constraints=("positive", "nonnegative", "positive"),
+        wavefields=("vz", "vy", "vx", "szz", "syy", "sxx", "syz", "sxz", "sxy", "m_*"),
+        sources=("fz", "fy", "fx", "p"),
+        receivers=("vz", "vy", "vx", "p", "szz", "syy", "sxx", "syz", "sxz", "sxy"),
+        compiled=False,
+        entry="sweep.equations.elastic:elastic",
+        eager_entry="sweep.equations:elastic_eager_plan",
+        options=(
+            "source_kind",
+            "receiver_kind",
+            "accuracy",
+            "pml_width",
+            "free_surface",
+            "pml_freq",
+            "max_vel",
+            "nt",
+            "progress",
+            "forward_callback",
+            "callback_frequency",
+            "initial_state",
+        ),
+        snapshot=(),
+        # The update runs backwards in the interior, but boundary saving needs the
+        # compiled stepper, which elastic does not have yet.
+        reversible=False,
+        problem="sweep.equations.elastic.problem:random_models",
+        description="isotropic elastic velocity-stress system on a staggered grid (2D/3D)",
     ),
 }
 

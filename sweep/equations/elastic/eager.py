@@ -1,0 +1,347 @@
+"""Elastic velocity-stress propagation on the eager base, written against the Array API.
+
+One time step is two half-step phases (:attr:`EagerBase.phases`)::
+
+    v_a^{n+1/2} = v_a^{n-1/2} + dt b_a (sum_b d_b s_ab^n + f_a^n / dV)
+    s_aa^{n+1}  = s_aa^n + dt (sum_b C_ab d_b v_b^{n+1/2} - Mdot^{n+1/2} / dV)
+    s_ab^{n+1}  = s_ab^n + dt mu_ab (d_b v_a^{n+1/2} + d_a v_b^{n+1/2})
+
+with ``C_aa = lambda + 2 mu``, ``C_ab = lambda`` (a != b), on the staggered
+grid of :mod:`.kinds` and the staggered first differences of
+:func:`sweep._fd.staggered_first_derivative`.  Every derivative ``d_b F`` is
+C-PML stretched with its own memory variable ``m_F_b`` (``psi' = b psi + a
+D F``, derivative ``D F + psi'``), whose profiles are taken at the node of
+the derivative (half nodes for differences that land between samples).
+
+Parameters (``vp``, ``vs``, ``rho`` on the nodes, repeated into the CPML and
+the halo): ``lambda = rho (vp^2 - 2 vs^2)`` and ``mu = rho vs^2`` on the nodes;
+the buoyancy of ``v_a`` at ``i + 1/2`` is ``1 / rho`` of the arithmetic mean
+of ``rho`` at ``i`` and ``i + 1`` along ``a``; ``mu`` of a shear stress is the
+harmonic mean of ``mu`` at the four nodes around it (zero where any of them is
+zero: a fluid-solid contact carries no shear stress).
+
+Free surface (stress image): the surface is the outermost model row of a
+free face, on the nodes.  There the normal stress across it is held at zero
+and mirrored oddly beyond it, the shear stresses across it are mirrored
+oddly about it (so they vanish on it on average), the other normal stresses
+use the surface's condition to eliminate the normal derivative
+(``C_ab`` with ``lambda' = 2 lambda mu / (lambda + 2 mu)`` in place of
+``lambda``, no term of the normal velocity), and velocities beyond the
+surface stay zero.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ... import _fd
+from ..._eager import EagerBase, _along
+from ..._points import inject_terms, sample_terms
+from . import kinds
+
+
+class EagerElastic(EagerBase):
+    """The elastic velocity-stress system on :class:`EagerBase` (two phases per step)."""
+
+    primary = "vz"
+    phases = ("update_velocities", "update_stresses")
+    record_after = 0  # receivers see v^{t+1/2} and s^t
+
+    def _setup(self) -> None:
+        super()._setup()
+        g, xp = self.geom, self.xp
+        nd = g.ndim
+        self.axes = kinds.AXES[nd]
+        self.stag = kinds.fields(nd)
+        self.cs = [float(c) for c in _fd.staggered_first_derivative(g.order)]
+        self.dv = math.prod(g.spacing)  # cell volume (area in 2D)
+        h = g.halo
+        inner = [slice(h, n - h) for n in g.padded_shape]
+
+        def axis_shape(d: int) -> list[int]:
+            shape = [1] * (nd + 1)
+            shape[d + 1] = -1
+            return shape
+
+        # CPML profiles on the interior, at the nodes (backward differences)
+        # and the half nodes (forward differences), broadcast along axis d.
+        self.prof = []
+        for d in range(nd):
+            per = {}
+            for forward, profiles in ((False, g.pml_profiles), (True, g.pml_profiles_half)):
+                a, b = profiles[d]
+                per[forward] = tuple(
+                    self._asarray(p[inner[d]].reshape(axis_shape(d))) for p in (a, b)
+                )
+            self.prof.append(per)
+        # Where each field is updated (product of per-axis masks), and its ghosts.
+        self.field_live = {}
+        self.mirrors = {}
+        for name in self.stag:
+            mask = np.ones(g.padded_shape)
+            for d in range(nd):
+                mask = mask * kinds.live_axis(g, name, d).reshape(axis_shape(d)[1:])
+            self.field_live[name] = self._asarray(mask[None])
+            mirrors = []
+            for d in range(nd):
+                mirror, ghost = g.ghost_mirror(d, half=d in self.stag[name])
+                if ghost.any() and kinds.mirrored(g, name, d):
+                    mirrors.append((d, self._asarray(mirror, xp.int64),
+                                    self._asarray(ghost.reshape(axis_shape(d)))))  # fmt: skip
+            self.mirrors[name] = mirrors
+        # Surface rows of each free face (for the surface moduli).
+        self.surface = []
+        for d in range(nd):
+            row = np.zeros(g.padded_shape[d])
+            if g.free_surface[2 * d]:
+                row[g.lo(d)] = 1.0
+            if g.free_surface[2 * d + 1]:
+                row[g.lo(d) + g.model_shape[d] - 1] = 1.0
+            if row.any():
+                self.surface.append((d, self._asarray(row.reshape(axis_shape(d)[1:]))))
+        self.surface_weights = [
+            {fw: self._reduced_weights(d, fw) for fw in (True, False)} for d in range(nd)
+        ]
+        # Index maps of the next node along each axis (edge repeated), for averages.
+        self.next = [
+            self._asarray(np.minimum(np.arange(n) + 1, n - 1), xp.int64) for n in g.padded_shape
+        ]
+        self._setup_points()
+
+    def _reduced_weights(self, d: int, forward: bool) -> list | None:
+        """Per-cell weights of a velocity's difference along ``d`` near free surfaces.
+
+        A velocity is zero beyond a free surface (not an image), so a stencil
+        that reaches there drops to the highest order whose taps stay on this
+        side: order ``2 m`` with ``m`` the taps available (none on the surface
+        row, whose normal derivative the surface condition replaces).  None
+        when axis ``d`` has no free surface.
+        """
+        g = self.geom
+        lo, hi = g.free_surface[2 * d], g.free_surface[2 * d + 1]
+        if not (lo or hi):
+            return None
+        h, n = g.halo, g.padded_shape[d]
+        big = g.order // 2
+        p = np.arange(h, n - h)  # result cells (padded index)
+        m = np.full(p.shape, big)
+        if lo:  # the first valid velocity index is h
+            m = np.minimum(m, p - h + 1 if forward else p - h)
+        if hi:  # the last valid velocity index is S (nodes) or S - 1 (half nodes)
+            m = np.minimum(m, (n - 1 - h) - p)
+        w = np.zeros((big, len(p)))
+        for mm in range(1, big + 1):
+            c = [float(x) for x in _fd.staggered_first_derivative(2 * mm)]
+            w[: len(c), m == mm] = np.array(c)[:, None]
+        shape = [1] * (g.ndim + 1)
+        shape[d + 1] = -1
+        return [self._asarray(row.reshape(shape)) for row in w]
+
+    def _setup_points(self) -> None:
+        g = self.geom
+        src_kinds = self.options.get("source_kind") or ("fz",) * g.n_src
+        rec_kinds = self.options.get("receiver_kind") or ("vz",) * g.n_rec
+
+        def valid(name: str, d: int) -> np.ndarray:
+            return kinds.valid_axis(g, name, d)
+
+        src = kinds.node_terms(g, g.src_loc, src_kinds, kinds.source_kinds(g.ndim), valid)
+        # A stress-kind source's scale dt / dV is a constant: fold it into the weights.
+        scale = g.dt / self.dv
+        src = [t if t.field.startswith("v") else replace(t, weight=t.weight * scale) for t in src]
+        self.src_v = self.point_terms([t for t in src if t.field.startswith("v")], g.n_src)
+        self.src_s = self.point_terms([t for t in src if t.field.startswith("s")], g.n_src)
+        rec = kinds.node_terms(g, g.rec_loc, rec_kinds, kinds.receiver_kinds(g.ndim), valid)
+        self.rec_terms = self.point_terms(rec, g.n_rec)
+
+    # -- models -----------------------------------------------------------------------
+    def _shift(self, m: Any, d: int) -> Any:
+        """``m`` at the next node along axis ``d`` (edge repeated); ``m`` has no shot axis."""
+        return self.xp.take(m, self.next[d], axis=d)
+
+    def coefficients(self, vp: Any, vs: Any, rho: Any) -> dict[str, Any]:
+        """Differentiable coefficients on the padded grid (no shot axis), ``dt`` folded in.
+
+        ``"b"``: ``dt`` times the buoyancy of each velocity; ``"C"``: ``dt``
+        times the moduli of the normal stresses, by (stress axis, velocity
+        axis), with the free-surface rows' moduli; ``"mu"``: ``dt`` times the
+        harmonic-mean ``mu`` of each shear stress; ``"src"``: the force
+        sources' scale ``dt b / dV`` by velocity.
+        """
+        xp, dt, nd = self.xp, self.geom.dt, self.geom.ndim
+        vp, vs, rho = (self.pad_model(m) for m in (vp, vs, rho))
+        mu = rho * vs * vs
+        m2 = rho * vp * vp  # lambda + 2 mu
+        lam = m2 - 2 * mu
+        b = {}
+        for d, a in enumerate(self.axes):
+            b[kinds.velocity(a)] = dt / (0.5 * (rho + self._shift(rho, d)))
+        # The surface condition s_dd = 0 eliminates d_d v_d: lambda' = lambda - lambda^2 / m2.
+        lam_s = 2 * lam * mu / m2
+        c = {}
+        for i in range(nd):
+            for j in range(nd):
+                base = m2 if i == j else lam
+                for d, row in self.surface:
+                    if d == i:
+                        continue  # s_dd itself is held at zero on its surface row
+                    on = (0 * lam_s if j == d else lam_s + 2 * mu * float(i == j)) * row
+                    base = base * (1 - row) + on
+                c[(i, j)] = dt * base
+        mus = {}
+        for (i, a), (j, bb) in _pairs(self.axes):
+            corners = [
+                mu,
+                self._shift(mu, i),
+                self._shift(mu, j),
+                self._shift(self._shift(mu, i), j),
+            ]
+            pos = [xp.astype(x > 0, x.dtype) for x in corners]
+            inv = sum(1 / (x * p + (1 - p)) for x, p in zip(corners, pos, strict=True))
+            mus[kinds.stress(a, bb)] = dt * math.prod(pos) * 4 / inv
+        src = {v: bv / self.dv for v, bv in b.items()}
+        return {"b": b, "C": c, "mu": mus, "src": src}
+
+    # -- state ------------------------------------------------------------------------
+    def memory_keys(self) -> list[tuple[str, str, int]]:
+        """(memory variable, field, axis) of every C-PML-stretched derivative."""
+        return kinds.memory_variables(self.geom.ndim)
+
+    def initial_state(self) -> dict[str, Any]:
+        """Zero fields (padded) and C-PML memory variables (interior)."""
+        g = self.geom
+        state = {name: self.field() for name in self.stag}
+        inner = (g.n_shots, *(n - 2 * g.halo for n in g.padded_shape))
+        state.update({key: self.zeros(inner) for key, _, _ in self.memory_keys()})
+        return state
+
+    def final_state(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Return ``state`` with every array on the padded grid."""
+        keys = {k for k, _, _ in self.memory_keys()}
+        return {k: self._pad(x) if k in keys else x for k, x in state.items()}
+
+    def load_state(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Return the state of step 0 from a result's ``state`` (a restart)."""
+        keys = {k for k, _, _ in self.memory_keys()}
+        return {
+            k: self._interior(fields[k]) + 0 if k in keys else self.xp.asarray(fields[k], copy=True)
+            for k in self.initial_state()
+        }
+
+    def callback_fields(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Return the wavefields a callback sees: velocities and stresses, padded."""
+        return {k: state[k] for k in self.stag}
+
+    # -- the step ---------------------------------------------------------------------
+    def _dstag(self, f: Any, axis: int, forward: bool, weights: list | None = None) -> Any:
+        """Staggered first difference along ``axis`` (unscaled), on the interior.
+
+        ``forward``: from the nodes to the half nodes, ``sum_k c_k (f[i+k] -
+        f[i-k+1])``; else from the half nodes to the nodes, ``sum_k c_k
+        (f[i+k-1] - f[i-k])``.  ``f`` has a halo along ``axis`` only.
+        ``weights``: per-cell weights ``c_k`` along the axis (one array per
+        ``k``) in place of the constant ones.
+        """
+        h, n = self.geom.halo, f.shape[axis]
+        s = 0 if forward else -1
+        out = None
+        for k, c in enumerate(self.cs if weights is None else weights, start=1):
+            term = c * (_along(f, axis, h + k + s, n - h + k + s)
+                        - _along(f, axis, h - k + 1 + s, n - h - k + 1 + s))  # fmt: skip
+            out = term if out is None else out + term
+        return out
+
+    def _stretched(self, f: Any, name: str, d: int, psi: Any) -> tuple[Any, Any]:
+        """C-PML-stretched derivative of field ``name`` along axis ``d``: (``D f + psi'``, psi')."""
+        forward = d not in self.stag[name]
+        # Velocities have no values beyond a free surface: near it, lower orders.
+        weights = self.surface_weights[d][forward] if name.startswith("v") else None
+        df = self._dstag(self._interior(f, keep=d + 1), d + 1, forward, weights) * self.rdx[d]
+        a, b = self.prof[d][forward]
+        psi = b * psi + a * df
+        return df + psi, psi
+
+    def _finish(self, state: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+        """Hold the cells that are never updated at zero, then fill the stress images."""
+        for name in names:
+            u = state[name] * self.field_live[name]
+            for d, mirror, ghost in self.mirrors[name]:
+                u = u - ghost * self.xp.take(u, mirror, axis=d + 1)
+            state[name] = u
+        return state
+
+    def update_velocities(self, state: dict[str, Any], coeffs: Any, amp_t: Any) -> dict:
+        """Phase 1: ``v^{n+1/2}`` from ``s^n`` and the force sources of step n."""
+        new = dict(state)
+        inner, xp = self._interior, self.xp
+        for a in self.axes:
+            acc = None
+            for d, bx in enumerate(self.axes):
+                s = kinds.stress(a, bx)
+                key = f"m_{s}_{bx}"
+                ds, new[key] = self._stretched(state[s], s, d, state[key])
+                acc = ds if acc is None else acc + ds
+            v = kinds.velocity(a)
+            b = inner(xp.expand_dims(coeffs["b"][v], axis=0))
+            new[v] = self._pad(inner(state[v]) + b * acc)
+        if self.src_v:
+            new = inject_terms(xp, new, self.src_v, amp_t, coeffs["src"])
+        return self._finish(new, kinds.velocities(self.geom.ndim))
+
+    def update_stresses(self, state: dict[str, Any], coeffs: Any, amp_t: Any) -> dict:
+        """Phase 2: ``s^{n+1}`` from ``v^{n+1/2}`` and the stress sources (time n + 1/2)."""
+        new = dict(state)
+        inner, xp = self._interior, self.xp
+        dv = {}
+        for i, a in enumerate(self.axes):
+            v = kinds.velocity(a)
+            for d, bx in enumerate(self.axes):
+                key = f"m_{v}_{bx}"
+                dv[(i, d)], new[key] = self._stretched(state[v], v, d, state[key])
+        nd = self.geom.ndim
+        for i, a in enumerate(self.axes):
+            s = kinds.stress(a, a)
+            acc = None
+            for j in range(nd):
+                term = inner(xp.expand_dims(coeffs["C"][(i, j)], axis=0)) * dv[(j, j)]
+                acc = term if acc is None else acc + term
+            new[s] = self._pad(inner(state[s]) + acc)
+        for (i, a), (j, bx) in _pairs(self.axes):
+            s = kinds.stress(a, bx)
+            mu = inner(xp.expand_dims(coeffs["mu"][s], axis=0))
+            new[s] = self._pad(inner(state[s]) + mu * (dv[(i, j)] + dv[(j, i)]))
+        if self.src_s:
+            new = inject_terms(xp, new, self.src_s, amp_t)
+        return self._finish(new, kinds.stresses(nd))
+
+    def sample(self, state: dict[str, Any]) -> Any:
+        """Receiver samples (n_shots, n_rec): velocities at (t + 1/2) dt, stresses at t dt."""
+        g = self.geom
+        if not g.n_rec:
+            return None
+        return sample_terms(self.xp, state, self.rec_terms, g.n_shots, g.n_rec)
+
+    def run(
+        self,
+        vp: Any,
+        vs: Any,
+        rho: Any,
+        amp: Any,
+        progress: bool = False,
+        callbacks: Any = None,
+        initial: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict]:
+        """Propagate all time steps; returns receivers and the final (padded) state."""
+        coeffs = self.coefficients(vp, vs, rho)
+        models = {"vp": vp, "vs": vs, "rho": rho}
+        records, state = self.run_steps(coeffs, amp, progress, callbacks, models, initial)
+        return self.stack_records(records), self.final_state(state)
+
+
+def _pairs(axes: tuple[str, ...]) -> list[tuple[tuple[int, str], tuple[int, str]]]:
+    """Pairs of distinct axes (i < j) with their names: the shear stresses."""
+    return [((i, a), (j, b)) for i, a in enumerate(axes) for j, b in enumerate(axes) if i < j]

@@ -1,0 +1,272 @@
+"""Fields of the elastic velocity-stress system and its source and receiver kinds.
+
+Axes are named ``z, x`` (2D) or ``z, y, x`` (3D), in array order.  On the
+staggered (Virieux) grid a field's index ``i`` along an axis is the position
+``i`` or ``i + 1/2`` (staggered along that axis)::
+
+    v_a     (velocity along a)       staggered along a
+    s_aa    (normal stress)          on the nodes
+    s_ab    (shear stress, a != b)   staggered along a and b
+
+Shear stresses are named with their axes in alphabetical order (``sxz``,
+``syz``, ``sxy``); the reversed spelling is accepted.
+
+Every source and receiver kind is a weighted point operator
+(:mod:`sweep._points`) at a node of the model grid: a staggered field is
+interpolated onto the node (weights 1/2 along each staggered axis), and a
+source spreads its amplitude with the same weights (the transpose).  New
+kinds (strain rates and their gauge-length averages for DAS, moment tensors)
+are new rows of weights here: the strain rate ``exx`` at a node differences
+the two ``vx`` around it (weights -1/dx and +1/dx where ``vx`` is averaged
+with 1/2 and 1/2), and a gauge length adds such terms along the fibre.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._grid import Geometry
+from ..._points import PointTerms, group_terms
+
+AXES = {2: ("z", "x"), 3: ("z", "y", "x")}
+
+
+def velocity(axis: str) -> str:
+    """Name of the particle velocity along ``axis``."""
+    return "v" + axis
+
+
+def stress(a: str, b: str) -> str:
+    """Name of the stress component ``s_ab`` (axes in alphabetical order)."""
+    return "s" + "".join(sorted(a + b))
+
+
+def fields(ndim: int) -> dict[str, frozenset[int]]:
+    """Fields of the state in update order, each with the axes it is staggered along."""
+    names = AXES[ndim]
+    out = {velocity(a): frozenset({i}) for i, a in enumerate(names)}
+    out.update({stress(a, a): frozenset() for a in names})
+    for (i, a), (j, b) in itertools.combinations(enumerate(names), 2):
+        out[stress(a, b)] = frozenset({i, j})
+    return out
+
+
+def velocities(ndim: int) -> tuple[str, ...]:
+    """Velocity fields, by axis."""
+    return tuple(velocity(a) for a in AXES[ndim])
+
+
+def stresses(ndim: int) -> tuple[str, ...]:
+    """Stress fields (normal ones first, by axis)."""
+    return tuple(n for n in fields(ndim) if n.startswith("s"))
+
+
+def memory_variables(ndim: int) -> list[tuple[str, str, int]]:
+    """(name, field, axis) of the C-PML memory variable of every derivative in the update.
+
+    Each velocity is differentiated along every axis (the strain rates); a
+    stress ``s_ab`` along ``a`` and ``b`` (its terms of the divergences).
+    The name is ``m_<field>_<axis>``.
+    """
+    out = []
+    for name in fields(ndim):
+        for d, a in enumerate(AXES[ndim]):
+            if name.startswith("v") or a in name[1:]:
+                out.append((f"m_{name}_{a}", name, d))
+    return out
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A source or receiver kind: terms ``(field, weight)`` at a node, and what it means.
+
+    Attributes
+    ----------
+    name : str
+        The kind's name, e.g. ``"vz"``.
+    terms : tuple of (str, float)
+        Fields read (receivers) or written (sources) at the node, each
+        interpolated onto the node from its staggered positions, with a weight.
+        A source on a velocity is scaled by ``dt / (rho dV)`` at the
+        velocity's cell (a force), one on a stress by ``dt / dV`` (see
+        :class:`~sweep.equations.elastic.eager.EagerElastic`).
+    units : str
+        Amplitude units (documentation and ``sweep show``).
+    """
+
+    name: str
+    terms: tuple[tuple[str, float], ...]
+    units: str = ""
+
+
+def source_kinds(ndim: int) -> dict[str, Kind]:
+    """Source kinds of ``ndim`` dimensions."""
+    force = "N" if ndim == 3 else "N/m (a line force)"
+    moment = "N m/s" if ndim == 3 else "N/s (per metre of line)"
+    out = {"f" + a: Kind("f" + a, ((velocity(a), 1.0),), force) for a in AXES[ndim]}
+    # An explosion: an isotropic moment-rate tensor, -dt Mdot / dV on each normal stress.
+    out["p"] = Kind("p", tuple((stress(a, a), -1.0) for a in AXES[ndim]), moment)
+    return out
+
+
+def receiver_kinds(ndim: int) -> dict[str, Kind]:
+    """Receiver kinds of ``ndim`` dimensions."""
+    names = AXES[ndim]
+    out = {velocity(a): Kind(velocity(a), ((velocity(a), 1.0),), units="m/s") for a in names}
+    out["p"] = Kind("p", tuple((stress(a, a), -1.0 / ndim) for a in names), units="Pa")
+    for a, b in itertools.combinations_with_replacement(names, 2):
+        n = stress(a, b)
+        out[n] = Kind(n, ((n, 1.0),), units="Pa")
+    return out
+
+
+def _aliases(ndim: int) -> dict[str, str]:
+    """Map the reversed spellings of shear stresses (``szx``) to their names (``sxz``)."""
+    return {
+        "s" + b + a: stress(a, b)
+        for a, b in itertools.permutations(AXES[ndim], 2)
+        if "s" + b + a != stress(a, b)
+    }
+
+
+def all_kinds(role: str) -> tuple[str, ...]:
+    """Every kind of ``role`` (``"source"`` or ``"receiver"``) in 2D or 3D (for listings)."""
+    table = source_kinds if role == "source" else receiver_kinds
+    return tuple(dict.fromkeys([*table(3), *table(2)]))
+
+
+def check_kinds(value: Any, count: int, ndim: int, role: str, default: str) -> tuple[str, ...]:
+    """Validate ``source_kind`` / ``receiver_kind``: one kind per column.
+
+    ``value`` is one string (every source/receiver) or a sequence of
+    ``count`` strings.  Unknown kinds raise with the closest name; a kind of
+    the other dimension (``"fy"`` in 2D) says so.
+    """
+    table = source_kinds(ndim) if role == "source" else receiver_kinds(ndim)
+    other = source_kinds(5 - ndim) if role == "source" else receiver_kinds(5 - ndim)
+    aliases = _aliases(ndim)
+    arg = f"{role}_kind"
+    if value is None:
+        value = default
+    if isinstance(value, str):
+        kinds = [value] * count
+    elif isinstance(value, Sequence) and all(isinstance(k, str) for k in value):
+        kinds = list(value)
+        if len(kinds) != count:
+            raise ValueError(
+                f"{arg} has {len(kinds)} entries but there are {count} {role}s per shot; "
+                f"give one kind for all or one per {role}"
+            )
+    else:
+        raise TypeError(f"{arg} must be a string or a sequence of strings, got {value!r}")
+    out = []
+    for k in kinds:
+        k = aliases.get(k, k)
+        if k in table:
+            out.append(k)
+            continue
+        if k in other:
+            raise ValueError(
+                f"{arg} {k!r} does not exist in {ndim}D (the axes are "
+                f"{', '.join(AXES[ndim])}); choose from {', '.join(repr(c) for c in table)}"
+            )
+        close = difflib.get_close_matches(k, list(table), n=1, cutoff=0.5)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"unknown {arg} {k!r}{hint} ({role} kinds in {ndim}D: "
+            f"{', '.join(repr(c) for c in table)})"
+        )
+    return tuple(out)
+
+
+def mirrored(geom: Geometry, name: str, d: int) -> bool:
+    """Whether field ``name`` has odd mirror images beyond free surfaces of axis ``d``.
+
+    The stress image: the normal stress across the surface and the shear
+    stresses with a component along it (``s_dd``, ``s_db``).
+    """
+    return name.startswith("s") and AXES[geom.ndim][d] in name[1:]
+
+
+def live_axis(geom: Geometry, name: str, d: int) -> np.ndarray:
+    """1.0 where field ``name`` is updated along axis ``d`` (padded), else 0.0.
+
+    Not the halo, and for a field staggered along ``d`` not the last index
+    before the high halo either (position ``n - h - 1/2``, outside the last
+    node), so that both ends of the axis are mirror images of each other; on
+    a free surface, not the normal stress of the surface row (held at zero)
+    nor the cells of fields staggered across the surface that lie beyond it
+    (velocities there stay zero, shear stresses are mirror images: see
+    :meth:`Geometry.ghost_mirror`).
+    """
+    h, n = geom.halo, geom.padded_shape[d]
+    live = np.zeros(n)
+    live[h : n - h] = 1.0
+    axis = AXES[geom.ndim][d]
+    staggered = d in fields(geom.ndim)[name]
+    surface_row = name == stress(axis, axis)
+    if geom.free_surface[2 * d] and surface_row:
+        live[h] = 0.0
+    if staggered or (geom.free_surface[2 * d + 1] and surface_row):
+        live[n - 1 - h] = 0.0
+    return live
+
+
+def valid_axis(geom: Geometry, name: str, d: int) -> np.ndarray:
+    """1.0 where field ``name`` holds a value along axis ``d``, else 0.0.
+
+    The cells it updates (:func:`live_axis`) and, for a stress mirrored across
+    a free surface of axis ``d``, also its surface row (held at zero) and its
+    odd images beyond; receivers may read those, not the zero halo nor the
+    velocities beyond a surface.
+    """
+    live = live_axis(geom, name, d)
+    if not mirrored(geom, name, d):
+        return live
+    staggered = d in fields(geom.ndim)[name]
+    ghost = geom.ghost_mirror(d, half=staggered)[1]
+    h, n = geom.halo, geom.padded_shape[d]
+    if not staggered:  # the held surface rows
+        ghost[h] |= geom.free_surface[2 * d]
+        ghost[n - 1 - h] |= geom.free_surface[2 * d + 1]
+    return np.maximum(live, ghost)
+
+
+def node_terms(
+    geom: Geometry,
+    loc: np.ndarray,
+    kinds: Sequence[str],
+    table: dict[str, Kind],
+    valid: Callable[[str, int], np.ndarray],
+) -> list[PointTerms]:
+    """Weighted point operators of ``kinds`` (one per column) at model nodes ``loc``.
+
+    ``loc`` has shape ``(n_shots, n_columns, ndim)``.  A field staggered along
+    an axis is interpolated onto the node from the cells at ``i - 1/2`` and
+    ``i + 1/2`` (indices ``i - 1`` and ``i``, weight 1/2 each); cells where the
+    field holds no value (``valid`` is 0 along an axis: the halo, velocities
+    beyond a free surface; a stress's mirror image there is valid) are dropped
+    and the remaining weights of that field renormalised.
+    """
+    stag = fields(geom.ndim)
+    rows = []
+    strides = geom.strides
+    for shot in range(loc.shape[0]):
+        for col, kind in enumerate(kinds):
+            node = [int(loc[shot, col, d]) + geom.lo(d) for d in range(geom.ndim)]
+            for name, w in table[kind].terms:
+                offsets = [(-1, 0) if d in stag[name] else (0,) for d in range(geom.ndim)]
+                cells = []
+                for off in itertools.product(*offsets):
+                    idx = [node[d] + off[d] for d in range(geom.ndim)]
+                    if all(valid(name, d)[idx[d]] for d in range(geom.ndim)):
+                        cells.append(sum(i * s for i, s in zip(idx, strides, strict=True)))
+                for cell in cells:
+                    rows.append((shot, col, name, cell, w / len(cells)))
+    return group_terms(rows)
