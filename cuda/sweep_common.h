@@ -190,8 +190,9 @@ typedef struct sweep_acoustic_fields {
  * Arrays of one call of the Born (LSRTM) kernels, sharing sweep_acoustic_params.
  * Two acoustic wavefields, each with its own CPML memory variables: the
  * background u0 and the scattered u1 (the adjoint's G0 = mu0 + R mu1 and mu1
- * in the same slots, with zeta*_new as acoustic's; cuda/lsrtm_stencil.h).  The members the CPU skeleton reads
- * (cpu_skeleton.h) have the names of sweep_acoustic_fields.  Boundary saving
+ * in the same slots, with zeta*_new as acoustic's; lsrtm_stencil.h).  The
+ * members the CPU skeleton reads (cpu_skeleton.h) have the names of
+ * sweep_acoustic_fields.  Boundary saving
  * keeps u0 and u1 of the band (band_u) and W0, W1 (band_w), and runs both
  * fields backwards in recon_u0* and recon_u1*.
  */
