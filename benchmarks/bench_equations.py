@@ -53,12 +53,12 @@ class Measurement:
     mode: str  # "fwd" or "grad"
 
 
-def _problem(case: str, impl: str, quick: bool):
+def _problem(case: str, impl: str, quick: bool, nt: int | None = None):
     import numpy as np
     import torch
 
     shape, nt_c, nt_eager = CASES[case]
-    nt = nt_c if impl == "c" else nt_eager
+    nt = nt or (nt_c if impl == "c" else nt_eager)
     if quick:
         shape = tuple(max(24, s // 4) for s in shape)
         nt = max(20, nt // 10)
@@ -182,12 +182,12 @@ def _deepwave_call(m: Measurement, p: dict):
     return grad
 
 
-def worker(m: Measurement, threads: int, repeats: int, quick: bool) -> dict:
+def worker(m: Measurement, threads: int, repeats: int, quick: bool, nt: int | None = None) -> dict:
     """Run one measurement in this process; return its timings."""
     import torch
 
     torch.set_num_threads(threads)
-    p = _problem(m.case, m.impl, quick)
+    p = _problem(m.case, m.impl, quick, nt)
     call = _sweep_call(m, p, threads) if m.lib == "sweep" else _deepwave_call(m, p)
     t0 = time.perf_counter()
     call()
@@ -216,13 +216,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--quick", action="store_true")
+    # Deepwave keeps every step of both Born fields for its gradient: the 2D
+    # case at nt 2000 needs ~23 GB, so gradients on small machines take fewer.
+    ap.add_argument("--nt", type=int, help="time steps, instead of the case's")
     ap.add_argument("--json")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         os.sched_setaffinity(0, _least_busy(args.threads))
         m = Measurement(**json.loads(args.worker))
-        print(json.dumps(worker(m, args.threads, args.repeats, args.quick)))
+        print(json.dumps(worker(m, args.threads, args.repeats, args.quick, args.nt)))
         return
     import sweep
     from sweep import equations
@@ -250,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
                             str(args.repeats),
                         ]
                         cmd += ["--quick"] if args.quick else []  # fmt: skip
+                        cmd += ["--nt", str(args.nt)] if args.nt else []  # fmt: skip
                         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
                         if proc.returncode:
                             print(f"# {m}: failed\n{proc.stderr[-2000:]}")

@@ -283,9 +283,10 @@ SWEEP_HD void SWEEP_FN(acoustic_recon_point)(const sweep_acoustic_params *p,
  * u^n.  P/Z hold the adjoints of psi^{n+1}/zeta^{n+1}; P_new/Z_new receive
  * those of psi^n/zeta^n.  The CPML bits of flags mean what they mean in the
  * forward update; the model-gradient correlation is the caller's (it depends
- * on the strategy).
+ * on the strategy).  Returns A, the factor of v^2 dt^2 (the adjoint's
+ * counterpart of W^n; Born's adjoint scatters it, lsrtm_stencil.h).
  */
-SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
+SWEEP_HD SWEEP_R SWEEP_FN(acoustic_adj_point)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT v2dt2,
     const SWEEP_R *SWEEP_RESTRICT mu, SWEEP_R *SWEEP_RESTRICT mu_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
@@ -301,6 +302,7 @@ SWEEP_HD void SWEEP_FN(acoustic_adj_point)(
                    pml_a[d] + c[d], pml_b[d][c[d]], p->stride[d], (SWEEP_R)p->rdx[d],
                    (SWEEP_R)p->rdx2[d], flags & (1 << d));
   mu_prev[i] = SWEEP_LEAPFROG(v2dt2[i], acc, mi, mu_prev[i]);
+  return acc;
 }
 
 /* The includer that still needs these macros (the CPU kernels' vector rows)

@@ -96,7 +96,7 @@ extern "C" __global__ void lsrtm_band_save(const sweep_acoustic_params p,
  * the snapshot correlation of lsrtm_adjoint. */
 __device__ __forceinline__ void lsrtm_correlate_saved(const sweep_lsrtm_fields &f, sweep_int i,
                                                       const R *w, sweep_int vs) {
-  const R m0 = ((const R *)f.u0)[i], m1 = ((const R *)f.u1)[i];
+  const R m0 = ((const R *)f.u0)[i], m1 = ((const R *)f.u1)[i]; /* m0: G0 */
   R *gk = (R *)f.grad_v2dt2, *gd = (R *)f.grad_dv2dt2;
   gk[i] = gk[i] + m0 * w[0] + m1 * w[vs];
   gd[i] += m1 * w[0];
@@ -159,10 +159,12 @@ extern "C" __global__ void lsrtm_record(const sweep_acoustic_params p, const swe
   rec[(p.n_shots * p.n_rec + item) * p.nt + t] = ((const R *)f.u0)[j];
 }
 
-/* Adjoint receiver injection into mu1 (mu = K lambda), as acoustic's. */
+/* Adjoint receiver injection, as acoustic's: K r into mu1 (mu = K lambda)
+ * and dK r into G0 (lsrtm_stencil.h). */
 extern "C" __global__ void lsrtm_inject_residuals(const sweep_acoustic_params p,
                                                   const sweep_lsrtm_fields f, sweep_int t) {
   sweep_inject_residuals(p, f, (R *)f.u1_prev, (const R *)f.v2dt2, t);
+  sweep_inject_residuals(p, f, (R *)f.u0_prev, (const R *)f.dv2dt2, t);
 }
 
 extern "C" __global__ void lsrtm_ghosts(const sweep_acoustic_params p, R *field, int d, int side) {
@@ -170,11 +172,12 @@ extern "C" __global__ void lsrtm_ghosts(const sweep_acoustic_params p, R *field,
 }
 
 /*
- * Adjoint step, in mu = K lambda (lsrtm_stencil.h).  slot >= 0: the model
- * gradients from the snapshot of that slot, grad_v2dt2 += mu0 W0 + mu1 W1
- * and grad_dv2dt2 += mu1 W0 (mu^{t+1}, before the step).  f.recon_u0 set:
- * also run both forward fields one step backwards on the plain cells,
- * correlating there (boundary saving).
+ * Adjoint step, in G0 = mu0 + R mu1 and mu1, mu = K lambda (lsrtm_stencil.h;
+ * G0 in the u0 slot).  slot >= 0: the model gradients from the snapshot of
+ * that slot, grad_v2dt2 += G0 W0 + mu1 W1 and grad_dv2dt2 += mu1 W0 (at
+ * t + 1, before the step).
+ * f.recon_u0 set: also run both forward fields one step backwards on the
+ * plain cells, correlating there (boundary saving).
  */
 extern "C" __global__ void lsrtm_adjoint(const sweep_acoustic_params p, const sweep_lsrtm_fields f,
                                          sweep_int slot) {
@@ -196,7 +199,7 @@ extern "C" __global__ void lsrtm_adjoint(const sweep_acoustic_params p, const sw
     pa[d] = (const R *)f.pml_a[d];
     pb[d] = (const R *)f.pml_b[d];
   }
-  const R *mu0 = (const R *)f.u0 + off, *mu1 = (const R *)f.u1 + off;
+  const R *g0 = (const R *)f.u0 + off, *mu1 = (const R *)f.u1 + off;
   if (f.grad_v2dt2 && f.store && slot >= 0) {
     const sweep_int m = sweep_store_index(p, c);
     if (m >= 0) {
@@ -204,38 +207,37 @@ extern "C" __global__ void lsrtm_adjoint(const sweep_acoustic_params p, const sw
       const R *st = (const R *)f.store + 2 * slot * p.n_shots * mc;
       const R w0 = st[shot * mc + m], w1 = st[(p.n_shots + shot) * mc + m];
       R *gk = (R *)f.grad_v2dt2 + off, *gd = (R *)f.grad_dv2dt2 + off;
-      gk[i] = gk[i] + mu0[i] * w0 + mu1[i] * w1;
+      gk[i] = gk[i] + g0[i] * w0 + mu1[i] * w1;
       gd[i] += mu1[i] * w0;
     }
   }
   const int mask = sweep_pml_mask(p, c);
-  FN(lsrtm_adj_point)(&p, (const R *)f.v2dt2, (const R *)f.dv2dt2_ratio, mu0,
+  FN(lsrtm_adj_point)(&p, (const R *)f.v2dt2, (const R *)f.dv2dt2, g0,
                       (R *)f.u0_prev + off, P0, P0n, Z0, Z0n, mu1, (R *)f.u1_prev + off, P1, P1n,
                       Z1, Z1n, pa, pb, i, c[0], c[1], c[2], mask);
   if (f.recon_u0 && f.grad_v2dt2 && !mask)
     FN(lsrtm_recon_point)(&p, (const R *)f.v2dt2, (const R *)f.dv2dt2,
                           (const R *)f.recon_u0 + off, (R *)f.recon_u0_next + off,
-                          (const R *)f.recon_u1 + off, (R *)f.recon_u1_next + off, mu0, mu1,
+                          (const R *)f.recon_u1 + off, (R *)f.recon_u1_next + off, g0, mu1,
                           (R *)f.grad_v2dt2 + off, (R *)f.grad_dv2dt2 + off, i);
 }
 
-/* Source terms, reading mu^{t+1}: dL/df = -(mu0 + R mu1), and the model
- * gradients' -f mu0, -f mu1 (sampled like the snapshots). */
+/* Source terms, reading G0^{t+1}, mu1^{t+1}: dL/df = -G0, and the model
+ * gradients' -f G0, -f mu1 (sampled like the snapshots). */
 extern "C" __global__ void lsrtm_adjoint_sources(const sweep_acoustic_params p,
                                                  const sweep_lsrtm_fields f, sweep_int t) {
   const sweep_int shot = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
   if (shot >= p.n_shots) return;
   const sweep_int off = shot * p.shot_stride;
-  const R *mu0 = (const R *)f.u0 + off, *mu1 = (const R *)f.u1 + off;
-  const R *ratio = (const R *)f.dv2dt2_ratio;
+  const R *g0 = (const R *)f.u0 + off, *mu1 = (const R *)f.u1 + off;
   for (sweep_int k = 0; k < p.n_src; ++k) {
     const sweep_int j = f.src_idx[shot * p.n_src + k];
     SWEEP_CHECK_INDEX("source", shot, k, j);
     const sweep_int a = (shot * p.n_src + k) * p.nt + t;
-    if (f.grad_src) ((R *)f.grad_src)[a] = -SWEEP_FMA(ratio[j], mu1[j], mu0[j]);
+    if (f.grad_src) ((R *)f.grad_src)[a] = -g0[j];
     if (f.grad_v2dt2 && f.src_amp && t % p.store_every == 0) {
       const R amp = ((const R *)f.src_amp)[a];
-      ((R *)f.grad_v2dt2)[off + j] -= amp * mu0[j];
+      ((R *)f.grad_v2dt2)[off + j] -= amp * g0[j];
       ((R *)f.grad_dv2dt2)[off + j] -= amp * mu1[j];
     }
   }

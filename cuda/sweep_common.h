@@ -189,17 +189,17 @@ typedef struct sweep_acoustic_fields {
 /*
  * Arrays of one call of the Born (LSRTM) kernels, sharing sweep_acoustic_params.
  * Two acoustic wavefields, each with its own CPML memory variables: the
- * background u0 and the scattered u1 (the adjoint's mu0 and mu1 in the same
- * slots, with zeta*_new as acoustic's).  The members the CPU skeleton reads
- * (cpu_skeleton.h) have the names of sweep_acoustic_fields.  Boundary saving
+ * background u0 and the scattered u1 (the adjoint's G0 = mu0 + R mu1 and mu1
+ * in the same slots, with zeta*_new as acoustic's; lsrtm_stencil.h).  The
+ * members the CPU skeleton reads (cpu_skeleton.h) have the names of
+ * sweep_acoustic_fields.  Boundary saving
  * keeps u0 and u1 of the band (band_u) and W0, W1 (band_w), and runs both
  * fields backwards in recon_u0* and recon_u1*.
  */
 typedef struct sweep_lsrtm_fields {
   const void *v2dt2;        /* K = (vp dt)^2 on the padded grid, as acoustic's v2dt2 */
-  const void *dv2dt2;       /* dK = 2 K mp, the Born source's factor (forward) */
-  const void *dv2dt2_ratio; /* dK / K = 2 mp where K > 0, even mirror in free-surface
-                               ghosts like v2dt2 (adjoint) */
+  const void *dv2dt2;       /* dK = 2 K mp, the Born source's factor (and the
+                               adjoint's scattering term) */
   void *u0_prev;
   void *u0;
   void *psi0[3];
@@ -220,7 +220,7 @@ typedef struct sweep_lsrtm_fields {
                                background traces; adjoint: the scattered residuals */
   const sweep_int *rec_idx;
   void *store;              /* W0^t and W1^t of the store cells: SWEEP_EQ_SNAP_VALUES 2 */
-  void *grad_v2dt2;         /* (n_shots, shot_stride): sum mu0 (W0 - f) + mu1 W1, or NULL */
+  void *grad_v2dt2;         /* (n_shots, shot_stride): sum G0 (W0 - f) + mu1 W1, or NULL */
   void *grad_dv2dt2;        /* (n_shots, shot_stride): sum mu1 (W0 - f), or NULL */
   void *grad_src;
   const sweep_int *band_idx;

@@ -88,7 +88,6 @@ LSRTM_FIELDS = np.dtype(
     [
         ("v2dt2", _P),
         ("dv2dt2", _P),
-        ("dv2dt2_ratio", _P),
         ("u0_prev", _P),
         ("u0", _P),
         ("psi0", _P, (3,)),

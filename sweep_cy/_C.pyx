@@ -76,7 +76,7 @@ def struct_layout():
                "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src",
                "band_idx", "band_row", "band_u", "band_w", "recon_u_next", "recon_u", "replay_w",
                "outer_idx", "outer_row", "cpml_pos", "rec_groups", "rec_order"]
-    names_l = ["v2dt2", "dv2dt2", "dv2dt2_ratio", "u0_prev", "u0", "psi0", "psi0_new", "zeta0",
+    names_l = ["v2dt2", "dv2dt2", "u0_prev", "u0", "psi0", "psi0_new", "zeta0",
                "zeta0_new", "u1_prev", "u1", "psi1", "psi1_new", "zeta1", "zeta1_new", "pml_a",
                "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2",
                "grad_dv2dt2", "grad_src", "band_idx", "band_row", "band_u", "band_w",

@@ -26,22 +26,8 @@
 #include "acoustic_cpu_vec.h"
 #include "acoustic_cpu_scalar.h"
 
-/* Rows of one stencil, x in [x0, x1), with a compile-time CPML axis mask;
- * W^n goes to wrow[x] when wrow is not NULL (full storage). */
-static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(
-    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,
-    SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
-    const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int base,
-    sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
-#if SWEEP_HAVE_VEC
-  if (p->simd_rows)
-    x0 = SWEEP_FN(fwd_row_vec)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y,
-                               x0, x1, mask);
-#endif
-  SWEEP_FN(fwd_row_scalar)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y, x0,
-                           x1, mask);
-}
-
+/* Rows of one stencil, x in [x0, x1), with a compile-time CPML axis mask
+ * (fwd_row: acoustic_cpu_scalar.h). */
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *mu, SWEEP_R *mu_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
@@ -49,8 +35,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
     sweep_int x0, sweep_int x1, const int mask) {
 #if SWEEP_HAVE_VEC
   if (p->simd_rows)
-    x0 = SWEEP_FN(adj_row_vec)(p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0,
-                               x1, mask);
+    x0 = SWEEP_FN(adj_row_vec)(p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, NULL, base, z,
+                               y, x0, x1, mask);
 #endif
   SWEEP_FN(adj_row_scalar)(p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1,
                            mask);

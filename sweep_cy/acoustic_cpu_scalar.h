@@ -6,9 +6,9 @@
  * with SWEEP_SIMD_ROWS=0 or without vector rows.  One never-inlined function
  * per CPML mask (SWEEP_DEFINE_BY_MASK, cpu_rows.h, says why).
  *
- * Included by acoustic_cpu_impl.h once per specialisation, after the stencil
- * header (SWEEP_FN, SWEEP_R and the point functions are defined there) and
- * cpu_rows.h.
+ * Included by acoustic_cpu_impl.h (and lsrtm_cpu_impl.h) once per
+ * specialisation, after the stencil header (SWEEP_FN, SWEEP_R and the point
+ * functions are defined there), cpu_rows.h and acoustic_cpu_vec.h.
  */
 
 #define SWEEP_FWD_SCALAR_PARAMS                                                          \
@@ -61,6 +61,20 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row_scalar)(SWEEP
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_row_scalar)(SWEEP_ADJ_SCALAR_PARAMS,
                                                                            const int mask) {
   if (x0 < x1) SWEEP_CALL_BY_MASK(adj_scalar_row, mask, (SWEEP_ADJ_SCALAR_ARGS))
+}
+
+/* The forward rows of one field, x in [x0, x1), with a compile-time CPML axis
+ * mask: the vector rows, then the scalar rows for what they leave; W^n goes
+ * to wrow[x] when wrow is not NULL (full storage).  Acoustic's, and Born's
+ * for each of its two fields (lsrtm_cpu_impl.h). */
+static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(SWEEP_FWD_SCALAR_PARAMS,
+                                                                    const int mask) {
+#if SWEEP_HAVE_VEC
+  if (p->simd_rows)
+    x0 = SWEEP_FN(fwd_row_vec)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y,
+                               x0, x1, mask);
+#endif
+  SWEEP_FN(fwd_row_scalar)(SWEEP_FWD_SCALAR_ARGS, mask);
 }
 
 #undef SWEEP_FWD_SCALAR_PARAMS

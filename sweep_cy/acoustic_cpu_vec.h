@@ -141,14 +141,15 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
 
 /* Adjoint update of one vector of cells in mu = v^2 dt^2 lambda (as fwd_vec;
  * gw is the window over mu's row, lp points at the cells' mu^{n+1}_prev,
- * which receives mu^n). */
+ * which receives mu^n; av, when not NULL, receives A, the factor of
+ * v^2 dt^2, as acoustic_adj_point returns it). */
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_vec)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *g, SWEEP_R *lp,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, const SWEEP_FN(taps) tp,
     const sweep_int *c, sweep_int i, sweep_int x, const SWEEP_FN(window) gw,
     const SWEEP_FN(window) aw, const SWEEP_FN(window) qw, const SWEEP_FN(window) zw,
-    const int mask) {
+    SWEEP_R *av, const int mask) {
   typedef SWEEP_FN(vec) V;
   SWEEP_COEFFS;
   V acc = {0};
@@ -165,6 +166,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_vec)(
                       SWEEP_FN(vld)(pb[2] + x), 1, (SWEEP_R)p->rdx[2], (SWEEP_R)p->rdx2[2],
                       mask & 4);
   SWEEP_FN(vst)(lp, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), acc, gw.cur, SWEEP_FN(vld)(lp)));
+  if (av) SWEEP_FN(vst)(av, acc);
 }
 
 /* The windows of an adjoint vector at x (g always; a, P, Z in an x-CPML segment). */
@@ -191,13 +193,14 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_vec)(
 /*
  * Adjoint update (in mu = v^2 dt^2 lambda) of the cells [x0, x1) of row
  * (z, y), as fwd_row_vec.  In an x-CPML segment the a-weighted x taps take a
- * from a window over the profile as well.
+ * from a window over the profile as well.  A goes to arow[x] when arow is
+ * not NULL (the Born adjoint's scattering term, lsrtm_cpu_impl.h).
  */
 static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
     const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *g, SWEEP_R *lam_prev,
     SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,
-    const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z,
-    sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *arow, sweep_int base,
+    sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
   const sweep_int c[2] = {z, y};
   const sweep_int nx = p->shape[2];
   const SWEEP_R *row = g + base;
@@ -214,7 +217,7 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
     SWEEP_ADJ_WINDOWS(xt);
     SWEEP_ADJ_WINDOWS_NEXT(xt);
     SWEEP_FN(adj_vec)(p, v2dt2, g, tb.v[0], P, P_new, Z, Z_new, pa, pb, tp, c, base + xt, xt, gw,
-                      aw, qw, zw, mask);
+                      aw, qw, zw, arow ? arow + xt : NULL, mask);
   }
   sweep_int x = x0;
   SWEEP_ADJ_WINDOWS(x);
@@ -223,7 +226,7 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(adj_row_vec)(
     const sweep_int i = base + x;
     SWEEP_TAPS_OPAQUE(tp);
     SWEEP_FN(adj_vec)(p, v2dt2, g, lam_prev + i, P, P_new, Z, Z_new, pa, pb, tp, c, i, x, gw, aw,
-                      qw, zw, mask);
+                      qw, zw, arow ? arow + x : NULL, mask);
     SWEEP_FN(window_slide)(&gw);
     SWEEP_FN(window_slide)(&aw);
     SWEEP_FN(window_slide)(&qw);

@@ -93,8 +93,13 @@ static inline void SWEEP_FN(blocked_item)(const SWEEP_EQ_PARAMS *p,
     if (rec) {
       const sweep_point *rs = rec + shot * p->n_rec;
       SWEEP_R *out = (SWEEP_R *)f->rec;
-      for (sweep_int j = sweep_points_lower(rs, p->n_rec, i0); j < p->n_rec && rs[j].idx < i1; ++j)
+      for (sweep_int j = sweep_points_lower(rs, p->n_rec, i0); j < p->n_rec && rs[j].idx < i1;
+           ++j) {
         out[(shot * p->n_rec + rs[j].k) * p->nt + t] = SWEEP_EQ_FWD_RECORD(rs[j].idx);
+#ifdef SWEEP_EQ_BLOCK_RECORD_EXTRA
+        SWEEP_EQ_BLOCK_RECORD_EXTRA(p, f, shot, rs[j].k, rs[j].idx, t);
+#endif
+      }
     }
     if (src) {
       const sweep_point *sp = src + shot * p->n_src;

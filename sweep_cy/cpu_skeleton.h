@@ -80,6 +80,11 @@
  *                     driver); 0: every step correlates its own snapshots
  *                     (held is NULL and skip 0), for an equation whose
  *                     gradient at a row reads the state of neighbour rows.
+ *   SWEEP_EQ_ROW_SCRATCH  values per cell of a per-thread scratch row,
+ *                     eq_scratch (SWEEP_R *, shape[2] times that many
+ *                     values, or NULL when out of memory), in scope of the
+ *                     row hooks of both loops (default 0: none); for rows
+ *                     that pass per-cell values from one sweep to the next.
  *   SWEEP_EQ_BLOCKING 1: forward steps that store nothing may be blocked in
  *                     time (cpu_blocking.h).  Only for one leapfrog stage per
  *                     step, of reach SWEEP_H, that writes step n + 1 over the
@@ -129,8 +134,10 @@
  *   SWEEP_EQ_FWD_RECORD_EXTRA(p, f, shot, off, t)  optional: records further
  *                              outputs of step t of the shot at off (into f's
  *                              arrays of slot_shots shots, unbuffered); runs
- *                              after the receivers when f->rec is set (not
- *                              in the blocked forward: SWEEP_EQ_BLOCKING 0).
+ *                              after the receivers when f->rec is set.  The
+ *                              blocked forward calls, when defined,
+ *   SWEEP_EQ_BLOCK_RECORD_EXTRA(p, f, shot, k, i, t)  instead, per receiver
+ *                              k of the shot (state index i).
  *   SWEEP_EQ_FWD_SOURCE(i, j, a)  adds amplitude a to the new state.
  *   SWEEP_EQ_GRAD(f)           the model gradient output, NULL when not wanted
  *                              (the call then correlates no snapshot).
@@ -202,6 +209,9 @@
 #endif
 #ifndef SWEEP_EQ_PAIRED_CORRELATION
 #define SWEEP_EQ_PAIRED_CORRELATION 1
+#endif
+#ifndef SWEEP_EQ_ROW_SCRATCH
+#define SWEEP_EQ_ROW_SCRATCH 0
 #endif
 #ifndef SWEEP_EQ_RECON_SNAPSHOT
 #define SWEEP_EQ_RECON_SNAPSHOT 0
@@ -423,6 +433,10 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
   {
     const unsigned int fp_state = sweep_flush_denormals();
     SWEEP_EQ_FWD_STATE(f);
+#if SWEEP_EQ_ROW_SCRATCH
+    SWEEP_R *eq_scratch =
+        (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2] * SWEEP_EQ_ROW_SCRATCH);
+#endif
     /* The snapshot values (W^n) of one row, copied into the compact snapshot
      * (model cells only), the band save and/or the replay's outer cells. */
     SWEEP_R *wrow = f->store || n_band || replay
@@ -548,6 +562,9 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
     }
     if (wrow) sweep_stream_fence();
     free(wrow);
+#if SWEEP_EQ_ROW_SCRATCH
+    free(eq_scratch);
+#endif
     sweep_restore_fp(fp_state);
   }
   free(rbuf);
@@ -623,6 +640,10 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   {
     const unsigned int fp_state = sweep_flush_denormals();
     SWEEP_EQ_ADJ_STATE(f);
+#if SWEEP_EQ_ROW_SCRATCH
+    SWEEP_R *eq_scratch =
+        (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2] * SWEEP_EQ_ROW_SCRATCH);
+#endif
     const SWEEP_R *deferred = NULL;
     for (sweep_int t = t_end - 1; t >= t_begin; --t) {
       const sweep_int slot = recon_snap ? 0
@@ -779,6 +800,9 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
       if (free_surface) SWEEP_EQ_ADJ_GHOSTS(p, recon);
       SWEEP_EQ_ADJ_ROTATE();
     }
+#if SWEEP_EQ_ROW_SCRATCH
+    free(eq_scratch);
+#endif
     sweep_restore_fp(fp_state);
   }
   free(rbuf);

@@ -26,7 +26,7 @@ static int sweep_layout_probe(long long *out, int n) {
       SWEEP_F(band_w), SWEEP_F(recon_u_next), SWEEP_F(recon_u), SWEEP_F(replay_w),
       SWEEP_F(outer_idx), SWEEP_F(outer_row), SWEEP_F(cpml_pos), SWEEP_F(rec_groups),
       SWEEP_F(rec_order),
-      sizeof(sweep_lsrtm_fields), SWEEP_L(v2dt2), SWEEP_L(dv2dt2), SWEEP_L(dv2dt2_ratio),
+      sizeof(sweep_lsrtm_fields), SWEEP_L(v2dt2), SWEEP_L(dv2dt2),
       SWEEP_L(u0_prev), SWEEP_L(u0), SWEEP_L(psi0), SWEEP_L(psi0_new), SWEEP_L(zeta0),
       SWEEP_L(zeta0_new), SWEEP_L(u1_prev), SWEEP_L(u1), SWEEP_L(psi1), SWEEP_L(psi1_new),
       SWEEP_L(zeta1), SWEEP_L(zeta1_new), SWEEP_L(pml_a), SWEEP_L(pml_b), SWEEP_L(src_amp),

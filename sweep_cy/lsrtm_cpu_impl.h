@@ -1,23 +1,36 @@
 /*
  * The Born (LSRTM) plug-in to the CPU time loops (cpu_skeleton.h, which
- * documents the hooks defined here): scalar rows over the point arithmetic
- * of lsrtm_stencil.h (acoustic's point functions for both fields), the hooks
- * that tell the skeleton its fields.  One specialisation per translation
- * unit (cpu_kernel.c.in).
+ * documents the hooks defined here): rows over the point arithmetic of
+ * lsrtm_stencil.h and the hooks that tell the skeleton its fields.  One
+ * specialisation per translation unit (cpu_kernel.c.in).
+ *
+ * Each field's update is an acoustic one plus a scattering term (the
+ * forward's dK W0 into u1, the adjoint's dK A1 into G0, lsrtm_stencil.h), so
+ * a row runs acoustic's explicit vector rows (acoustic_cpu_vec.h) on each
+ * field, W0 (or A1) going to a row buffer, and then adds the scattering term
+ * from it: the same arithmetic in the same order per cell as the point
+ * functions, so bitwise the scalar rows (tests/test_simd_rows.py).  Segments
+ * shorter than a vector, and SWEEP_SIMD_ROWS=0, take acoustic's scalar rows
+ * (forward) or the point functions (adjoint).  2D 300 x 1000, order 8, 4
+ * shots, nt 2000, one thread, forward: 16.4 s on the point functions alone,
+ * whose forward the compiler did not vectorise; 6.8 s now
+ * (benchmarks/README.md).
  *
  * Fields (sweep_lsrtm_fields, sweep_common.h): the forward's state is two
  * acoustic states, u0 / u0_prev / psi0 / psi0_new / zeta0 (the background)
  * and the same with 1 (the scattered field), rotated as acoustic's; the
- * model is v2dt2 = K and dv2dt2 = dK.  The adjoint carries mu0 and mu1
- * (mu = K lambda) in the same slots, with zeta*_new, and reads dv2dt2_ratio =
- * dK / K.  A snapshot holds two values per cell, W0^n and W1^n; the model
- * gradients are grad_v2dt2 = sum_n mu0 (W0 - f) + mu1 W1 and grad_dv2dt2 =
- * sum_n mu1 (W0 - f) (mu at n + 1), which the caller turns into the
- * gradients of K and mp.  The receivers record u1, and the forward records
- * u0 at the same receivers after them (rec is (2, slot_shots, n_rec, nt)).
- * Boundary saving keeps both fields of the band (SWEEP_EQ_BAND_VALUES 2) and
- * runs both backwards in recon_u0 / recon_u0_next and recon_u1 /
- * recon_u1_next (lsrtm_recon_point).  No temporal blocking.
+ * model is v2dt2 = K and dv2dt2 = dK.  The adjoint carries G0 = mu0 + R mu1
+ * and mu1 (mu = K lambda, R = dK / K) in the u0 and u1 slots, with
+ * zeta*_new, and reads dv2dt2 as well.  A snapshot holds two values per
+ * cell, W0^n and W1^n; the model gradients are grad_v2dt2 =
+ * sum_n G0 (W0 - f) + mu1 W1 and grad_dv2dt2 = sum_n mu1 (W0 - f) (mu at
+ * n + 1), which the caller turns into the gradients of K and mp.  The
+ * receivers record u1, and the forward records u0 at the same receivers
+ * after them (rec is (2, slot_shots, n_rec, nt)).  Boundary saving keeps
+ * both fields of the band (SWEEP_EQ_BAND_VALUES 2) and runs both backwards
+ * in recon_u0 / recon_u0_next and recon_u1 / recon_u1_next
+ * (lsrtm_recon_point); forward steps that store nothing (no snapshot, no
+ * band save, no CPML replay) may be blocked in time.
  */
 #include "lsrtm_cpu.h"
 
@@ -27,8 +40,11 @@
 #include "acoustic_stencil.h"
 #include "lsrtm_stencil.h"
 #include "cpu_rows.h"
+#include "acoustic_cpu_vec.h"
+#include "acoustic_cpu_scalar.h"
 
-/* ---- Rows: the cells [x0, x1) of row (z, y), one point at a time ---- */
+/* ---- Point rows: both fields of the cells [x0, x1) of row (z, y), one point
+ * at a time (lsrtm_fwd_point, lsrtm_adj_point) ---- */
 
 #define SWEEP_BORN_FWD_PARAMS                                                                 \
   const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *dv2dt2,                \
@@ -41,51 +57,128 @@
   p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1, u1_prev, psi1, psi1_new, zeta1,  \
       pa, pb, wrow, pitch, base, z, y, x0, x1
 #define SWEEP_BORN_ADJ_PARAMS                                                                 \
-  const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *ratio,                 \
-      const SWEEP_R *mu0, SWEEP_R *mu0_prev, SWEEP_R *const *P0, SWEEP_R *const *P0n,         \
+  const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *dv2dt2,                \
+      const SWEEP_R *g0, SWEEP_R *g0_prev, SWEEP_R *const *P0, SWEEP_R *const *P0n,           \
       SWEEP_R *const *Z0, SWEEP_R *const *Z0n, const SWEEP_R *mu1, SWEEP_R *mu1_prev,         \
       SWEEP_R *const *P1, SWEEP_R *const *P1n, SWEEP_R *const *Z1, SWEEP_R *const *Z1n,       \
       const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z,        \
       sweep_int y, sweep_int x0, sweep_int x1
 #define SWEEP_BORN_ADJ_ARGS                                                                   \
-  p, v2dt2, ratio, mu0, mu0_prev, P0, P0n, Z0, Z0n, mu1, mu1_prev, P1, P1n, Z1, Z1n, pa, pb,  \
+  p, v2dt2, dv2dt2, g0, g0_prev, P0, P0n, Z0, Z0n, mu1, mu1_prev, P1, P1n, Z1, Z1n, pa, pb,   \
       base, z, y, x0, x1
 
-/* Forward: W0^n to wrow[x], W1^n to wrow[x + pitch] when wrow is not NULL. */
-static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_scalar)(
+/* Forward, only where the skeleton had no scratch row (out of memory): the
+ * compiler does not vectorise it.  W0^n to wrow[x], W1^n to wrow[x + pitch]
+ * when wrow is not NULL. */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_point_rows)(
     SWEEP_BORN_FWD_PARAMS, const int mask) {
-  if (wrow) {
-#pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x) {
-      SWEEP_R w[2];
-      SWEEP_FN(lsrtm_fwd_point)(p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1,
-                                u1_prev, psi1, psi1_new, zeta1, pa, pb, base + x, z, y, x, mask,
-                                w);
+  for (sweep_int x = x0; x < x1; ++x) {
+    SWEEP_R w[2];
+    SWEEP_FN(lsrtm_fwd_point)(p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1, u1_prev,
+                              psi1, psi1_new, zeta1, pa, pb, base + x, z, y, x, mask, w);
+    if (wrow) {
       wrow[x] = w[0];
       wrow[x + pitch] = w[1];
-    }
-  } else {
-#pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x) {
-      SWEEP_R w[2];
-      SWEEP_FN(lsrtm_fwd_point)(p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1,
-                                u1_prev, psi1, psi1_new, zeta1, pa, pb, base + x, z, y, x, mask,
-                                w);
     }
   }
 }
 
-static inline __attribute__((always_inline)) void SWEEP_FN(born_adj_scalar)(
+/* Adjoint: what the vector rows leave (segments shorter than a vector,
+ * SWEEP_SIMD_ROWS=0); the compiler vectorises it. */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_adj_point_rows)(
     SWEEP_BORN_ADJ_PARAMS, const int mask) {
 #pragma omp simd
   for (sweep_int x = x0; x < x1; ++x)
-    SWEEP_FN(lsrtm_adj_point)(p, v2dt2, ratio, mu0, mu0_prev, P0, P0n, Z0, Z0n, mu1, mu1_prev,
-                              P1, P1n, Z1, Z1n, pa, pb, base + x, z, y, x, mask);
+    SWEEP_FN(lsrtm_adj_point)(p, v2dt2, dv2dt2, g0, g0_prev, P0, P0n, Z0, Z0n, mu1, mu1_prev, P1,
+                              P1n, Z1, Z1n, pa, pb, base + x, z, y, x, mask);
 }
 
 /* One never-inlined function per CPML mask (cpu_rows.h says why). */
-SWEEP_DEFINE_BY_MASK(born_fwd_row, born_fwd_scalar, (SWEEP_BORN_FWD_PARAMS), (SWEEP_BORN_FWD_ARGS))
-SWEEP_DEFINE_BY_MASK(born_adj_row, born_adj_scalar, (SWEEP_BORN_ADJ_PARAMS), (SWEEP_BORN_ADJ_ARGS))
+SWEEP_DEFINE_BY_MASK(born_fwd_point_row, born_fwd_point_rows, (SWEEP_BORN_FWD_PARAMS),
+                     (SWEEP_BORN_FWD_ARGS))
+SWEEP_DEFINE_BY_MASK(born_adj_point_row, born_adj_point_rows, (SWEEP_BORN_ADJ_PARAMS),
+                     (SWEEP_BORN_ADJ_ARGS))
+
+/* ---- Rows of one field: acoustic's, then the scattering term ---- */
+
+/* up[x] += dk[x] w[x] in one rounding, x in [x0, x1): the scattering term of
+ * lsrtm_fwd_point / lsrtm_adj_point. */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_scatter)(
+    SWEEP_R *SWEEP_RESTRICT up, const SWEEP_R *SWEEP_RESTRICT dk,
+    const SWEEP_R *SWEEP_RESTRICT w, sweep_int x0, sweep_int x1) {
+#pragma omp simd
+  for (sweep_int x = x0; x < x1; ++x) up[x] = SWEEP_FMA(dk[x], w[x], up[x]);
+}
+
+/* Acoustic's rows of one field (fwd_row: vector then scalar; adj_row_vec
+ * with A to arow), one never-inlined function per CPML mask that both
+ * fields call: inlined, the rows of two fields per segment and mask doubled
+ * the code to compile. */
+#define SWEEP_BORN_WFWD_PARAMS                                                                \
+  const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,    \
+      SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,                    \
+      const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int base,     \
+      sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
+#define SWEEP_BORN_WFWD_ARGS p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y, x0, x1
+SWEEP_DEFINE_BY_MASK(born_wave_fwd_row, fwd_row, (SWEEP_BORN_WFWD_PARAMS), (SWEEP_BORN_WFWD_ARGS))
+#undef SWEEP_BORN_WFWD_PARAMS
+#undef SWEEP_BORN_WFWD_ARGS
+
+#if SWEEP_HAVE_VEC
+#define SWEEP_BORN_WADJ_PARAMS                                                                \
+  const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *g, SWEEP_R *g_prev,    \
+      SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,    \
+      const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *arow, sweep_int base,     \
+      sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
+#define SWEEP_BORN_WADJ_ARGS p, v2dt2, g, g_prev, P, P_new, Z, Z_new, pa, pb, arow, base, z, y, x0, x1
+static inline __attribute__((always_inline)) void SWEEP_FN(born_wave_adj)(SWEEP_BORN_WADJ_PARAMS,
+                                                                          const int mask) {
+  SWEEP_FN(adj_row_vec)(SWEEP_BORN_WADJ_ARGS, mask);
+}
+SWEEP_DEFINE_BY_MASK(born_wave_adj_row, born_wave_adj, (SWEEP_BORN_WADJ_PARAMS),
+                     (SWEEP_BORN_WADJ_ARGS))
+#undef SWEEP_BORN_WADJ_PARAMS
+#undef SWEEP_BORN_WADJ_ARGS
+#endif
+
+/* ---- Rows: the cells [x0, x1) of row (z, y) with mask m ---- */
+
+/* Forward: u0 (W0^n to wrow, else to scratch), u1 (W1^n to wrow + pitch),
+ * then dK W0^n into u1^{n+1}. */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_row)(
+    SWEEP_BORN_FWD_PARAMS, SWEEP_R *scratch, const int mask) {
+  SWEEP_R *w0 = wrow ? wrow : scratch;
+  if (x0 >= x1) return;
+  if (!w0) {
+    SWEEP_CALL_BY_MASK(born_fwd_point_row, mask, (SWEEP_BORN_FWD_ARGS))
+    return;
+  }
+  SWEEP_CALL_BY_MASK(born_wave_fwd_row, mask, (p, v2dt2, u0, u0_prev, psi0, psi0_new, zeta0, pa,
+                                               pb, w0, base, z, y, x0, x1))
+  SWEEP_CALL_BY_MASK(born_wave_fwd_row, mask, (p, v2dt2, u1, u1_prev, psi1, psi1_new, zeta1, pa,
+                                               pb, wrow ? wrow + pitch : NULL, base, z, y, x0, x1))
+  SWEEP_FN(born_scatter)(u1_prev + base, dv2dt2 + base, w0, x0, x1);
+}
+
+/* Adjoint: the vector rows take whole segments of at least a vector (as
+ * adj_row_vec does), mu1's A1 going to scratch for G0's scattering term;
+ * the point rows take the rest. */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_adj_row)(
+    SWEEP_BORN_ADJ_PARAMS, SWEEP_R *scratch, const int mask) {
+#if SWEEP_HAVE_VEC
+  if (p->simd_rows && scratch && x1 - x0 >= SWEEP_VL) {
+    SWEEP_CALL_BY_MASK(born_wave_adj_row, mask, (p, v2dt2, mu1, mu1_prev, P1, P1n, Z1, Z1n, pa,
+                                                 pb, scratch, base, z, y, x0, x1))
+    SWEEP_CALL_BY_MASK(born_wave_adj_row, mask, (p, v2dt2, g0, g0_prev, P0, P0n, Z0, Z0n, pa, pb,
+                                                 NULL, base, z, y, x0, x1))
+    SWEEP_FN(born_scatter)(g0_prev + base, dv2dt2 + base, scratch, x0, x1);
+    return;
+  }
+#else
+  (void)scratch;
+#endif
+  if (x0 < x1) SWEEP_CALL_BY_MASK(born_adj_point_row, mask, (SWEEP_BORN_ADJ_ARGS))
+}
 
 /* A whole row (z, y) of one shot (pointers offset to the shot): the x
  * segments in memory order, each with its compile-time mask. */
@@ -94,15 +187,14 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_full_row)(
     const SWEEP_R *u0, SWEEP_R *u0_prev, SWEEP_R *const *psi0, SWEEP_R *const *psi0_new,
     SWEEP_R *const *zeta0, const SWEEP_R *u1, SWEEP_R *u1_prev, SWEEP_R *const *psi1,
     SWEEP_R *const *psi1_new, SWEEP_R *const *zeta1, const SWEEP_R *const *pa,
-    const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int pitch, sweep_int z, sweep_int y) {
+    const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int pitch, SWEEP_R *scratch, sweep_int z,
+    sweep_int y) {
   const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
   const int outer = SWEEP_FN(row_mask)(p, z, y);
-#define SWEEP_BORN_FWD_SEGMENT(a, b, m)                             \
-  do {                                                              \
-    const sweep_int x0 = (a), x1 = (b);                             \
-    if (x0 < x1) SWEEP_CALL_BY_MASK(born_fwd_row, m, (SWEEP_BORN_FWD_ARGS)) \
-  } while (0)
+#define SWEEP_BORN_FWD_SEGMENT(a, b, m) \
+  SWEEP_FN(born_fwd_row)(p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1, u1_prev, psi1, \
+                         psi1_new, zeta1, pa, pb, wrow, pitch, base, z, y, a, b, scratch, m)
 #define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_BORN_FWD_SEGMENT, m, (void)0)
   SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
 #undef SWEEP_BORN_FWD_SEGMENT
@@ -110,19 +202,18 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_full_row)(
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(born_adj_full_row)(
-    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *ratio,
-    const SWEEP_R *mu0, SWEEP_R *mu0_prev, SWEEP_R *const *P0, SWEEP_R *const *P0n,
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *dv2dt2,
+    const SWEEP_R *g0, SWEEP_R *g0_prev, SWEEP_R *const *P0, SWEEP_R *const *P0n,
     SWEEP_R *const *Z0, SWEEP_R *const *Z0n, const SWEEP_R *mu1, SWEEP_R *mu1_prev,
     SWEEP_R *const *P1, SWEEP_R *const *P1n, SWEEP_R *const *Z1, SWEEP_R *const *Z1n,
-    const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int z, sweep_int y) {
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *scratch, sweep_int z,
+    sweep_int y) {
   const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
   const int outer = SWEEP_FN(row_mask)(p, z, y);
-#define SWEEP_BORN_ADJ_SEGMENT(a, b, m)                             \
-  do {                                                              \
-    const sweep_int x0 = (a), x1 = (b);                             \
-    if (x0 < x1) SWEEP_CALL_BY_MASK(born_adj_row, m, (SWEEP_BORN_ADJ_ARGS)) \
-  } while (0)
+#define SWEEP_BORN_ADJ_SEGMENT(a, b, m)                                                       \
+  SWEEP_FN(born_adj_row)(p, v2dt2, dv2dt2, g0, g0_prev, P0, P0n, Z0, Z0n, mu1, mu1_prev, P1, P1n, \
+                         Z1, Z1n, pa, pb, base, z, y, a, b, scratch, m)
 #define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_BORN_ADJ_SEGMENT, m, (void)0)
   SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
 #undef SWEEP_BORN_ADJ_SEGMENT
@@ -136,13 +227,14 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_edge_row)(
     const SWEEP_R *u0, SWEEP_R *u0_prev, SWEEP_R *const *psi0, SWEEP_R *const *psi0_new,
     SWEEP_R *const *zeta0, const SWEEP_R *u1, SWEEP_R *u1_prev, SWEEP_R *const *psi1,
     SWEEP_R *const *psi1_new, SWEEP_R *const *zeta1, const SWEEP_R *const *pa,
-    const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int pitch, sweep_int z, sweep_int y) {
+    const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int pitch, SWEEP_R *scratch, sweep_int z,
+    sweep_int y) {
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
   const sweep_int ends[2][2] = {{SWEEP_H, p->plain_lo[2]}, {p->plain_hi[2], p->shape[2] - SWEEP_H}};
-  for (int e = 0; e < 2; ++e) {
-    const sweep_int x0 = ends[e][0], x1 = ends[e][1];
-    if (x0 < x1) SWEEP_CALL_BY_MASK(born_fwd_row, 4, (SWEEP_BORN_FWD_ARGS))
-  }
+  for (int e = 0; e < 2; ++e)
+    SWEEP_FN(born_fwd_row)(p, v2dt2, dv2dt2, u0, u0_prev, psi0, psi0_new, zeta0, u1, u1_prev, psi1,
+                           psi1_new, zeta1, pa, pb, wrow, pitch, base, z, y, ends[e][0],
+                           ends[e][1], scratch, 4);
 }
 
 #undef SWEEP_BORN_FWD_PARAMS
@@ -152,10 +244,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_edge_row)(
 
 /*
  * Snapshot correlation of one model row of n cells (gk, gd: the rows of
- * grad_v2dt2 and grad_dv2dt2; m0, m1: mu0^{t+1}, mu1^{t+1}; st: W0^t, with
+ * grad_v2dt2 and grad_dv2dt2; m0, m1: G0^{t+1}, mu1^{t+1}; st: W0^t, with
  * W1^t vs further, or NULL): gk += m0 W0 + m1 W1, gd += m1 W0.  held (the
- * snapshot of a deferred step t + 1, with lo0, lo1 its mu^{t+2}, still in
- * mu*_prev) is added first, as step t + 1 would have; skip leaves step t's
+ * snapshot of a deferred step t + 1, with lo0, lo1 its G0^{t+2}, mu1^{t+2},
+ * still in the _prev fields) is added first, as step t + 1 would have; skip leaves step t's
  * own terms to step t - 1.  Each cell receives the same additions in the same
  * order whichever way the steps pair up.
  */
@@ -221,14 +313,15 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
 #define SWEEP_EQ_FORWARD SWEEP_FN(sweep_lsrtm_forward)
 #define SWEEP_EQ_BACKWARD SWEEP_FN(sweep_lsrtm_backward)
 #define SWEEP_EQ_SNAP_VALUES 2
+/* A row of W0 (forward) or A1 (adjoint) per thread, for the vector rows. */
+#define SWEEP_EQ_ROW_SCRATCH 1
+/* One leapfrog stage per step for both fields, so forward steps that store
+ * nothing may be blocked in time (cpu_blocking.h). */
+#define SWEEP_EQ_BLOCKING 1
 #define SWEEP_EQ_BAND_VALUES 2
-#define SWEEP_EQ_BLOCKING 0
 #define SWEEP_EQ_MODEL(f)                                   \
   const SWEEP_R *v2dt2 = (const SWEEP_R *)(f)->v2dt2;       \
-  const SWEEP_R *dv2dt2 = (const SWEEP_R *)(f)->dv2dt2;     \
-  const SWEEP_R *ratio = (const SWEEP_R *)(f)->dv2dt2_ratio; \
-  (void)dv2dt2;                                             \
-  (void)ratio
+  const SWEEP_R *dv2dt2 = (const SWEEP_R *)(f)->dv2dt2
 #define SWEEP_EQ_SHIFT_SHOTS(f, fo, g) SWEEP_FN(born_shift_shots)(f, fo, g)
 
 /* Forward: both fields rotate as acoustic's u (zeta* in place). */
@@ -253,11 +346,11 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
 #define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y)                                          \
   SWEEP_FN(born_fwd_full_row)(p, v2dt2, dv2dt2, u0 + (off), u0_prev + (off), psi0, psi0_new, \
                               zeta0, u1 + (off), u1_prev + (off), psi1, psi1_new, zeta1, pa, \
-                              pb, wr, SWEEP_WR_PITCH(p), z, y)
+                              pb, wr, SWEEP_WR_PITCH(p), eq_scratch, z, y)
 #define SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y)                                          \
   SWEEP_FN(born_fwd_edge_row)(p, v2dt2, dv2dt2, u0 + (off), u0_prev + (off), psi0, psi0_new, \
                               zeta0, u1 + (off), u1_prev + (off), psi1, psi1_new, zeta1, pa, \
-                              pb, wr, SWEEP_WR_PITCH(p), z, y)
+                              pb, wr, SWEEP_WR_PITCH(p), eq_scratch, z, y)
 /* Receivers record u1^t (and u0^t after them); sources add -K f^t to u0^{t+1}
  * and -dK f^t to u1^{t+1}. */
 #define SWEEP_EQ_FWD_RECORD(i) (u1[i])
@@ -290,11 +383,32 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
       psi1_new_all[d] = tp;              \
     }                                    \
   } while (0)
+/* Blocked forward: the model, the state of one shot (after an odd or even
+ * number of rotations) and a row for W0 (the item's own: blocked items have
+ * no per-thread scratch). */
+#define SWEEP_EQ_BLOCK_STATE(f, odd, off)                                          \
+  SWEEP_EQ_MODEL(f);                                                              \
+  SWEEP_R *u0 = (SWEEP_R *)((odd) ? (f)->u0_prev : (f)->u0) + (off);             \
+  SWEEP_R *u0_prev = (SWEEP_R *)((odd) ? (f)->u0 : (f)->u0_prev) + (off);        \
+  SWEEP_R *u1 = (SWEEP_R *)((odd) ? (f)->u1_prev : (f)->u1) + (off);             \
+  SWEEP_R *u1_prev = (SWEEP_R *)((odd) ? (f)->u1 : (f)->u1_prev) + (off);        \
+  SWEEP_R *psi0[3], *psi0_new[3], *zeta0[3], *psi1[3], *psi1_new[3], *zeta1[3];  \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi0_new : (f)->psi0, off, psi0);             \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi0 : (f)->psi0_new, off, psi0_new);         \
+  SWEEP_FN(shot_axes)((f)->zeta0, off, zeta0);                                   \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi1_new : (f)->psi1, off, psi1);             \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi1 : (f)->psi1_new, off, psi1_new);         \
+  SWEEP_FN(shot_axes)((f)->zeta1, off, zeta1);                                   \
+  SWEEP_R eq_scratch[p->shape[2]]
+/* The background trace of receiver k of the shot (state index i) at step t. */
+#define SWEEP_EQ_BLOCK_RECORD_EXTRA(p, f, shot, k, i, t) \
+  (((SWEEP_R *)(f)->rec)[(((p)->slot_shots + (shot)) * (p)->n_rec + (k)) * (p)->nt + (t)] = u0[i])
 /* Boundary saving: the band keeps u0^t (value 0) and u1^t (value 1). */
 #define SWEEP_EQ_FWD_SAVED(off, v) (((v) ? u1 : u0) + (off))
 #define SWEEP_EQ_FWD_LOAD_BAND(i, v, x) (((v) ? u1 : u0)[i] = (x))
 
-/* Adjoint, in mu = K lambda: mu0, mu1 and their P, Z swap every step. */
+/* Adjoint, in mu = K lambda: mu0 (which holds G0 = mu0 + R mu1, see
+ * lsrtm_stencil.h), mu1 and their P, Z swap every step. */
 #define SWEEP_EQ_GRAD(f) ((f)->grad_v2dt2)
 #define SWEEP_EQ_ADJ_STATE(f)                                                      \
   SWEEP_R *mu0_prev = (SWEEP_R *)(f)->u0_prev, *mu0 = (SWEEP_R *)(f)->u0;         \
@@ -329,19 +443,24 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
   const SWEEP_R *mu0_s = mu0 + (off), *mu1_s = mu1 + (off);        \
   SWEEP_R *grad_k = grad_k_all ? grad_k_all + (off) : NULL;        \
   SWEEP_R *grad_dk = grad_dk_all ? grad_dk_all + (off) : NULL
-#define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y)                                                 \
-  SWEEP_FN(born_adj_full_row)(p, v2dt2, ratio, mu0_s, mu0_prev + (off), P0, P0n, Z0, Z0n,      \
-                              mu1_s, mu1_prev + (off), P1, P1n, Z1, Z1n, pa, pb, z, y)
+#define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y)                                                \
+  SWEEP_FN(born_adj_full_row)(p, v2dt2, dv2dt2, mu0_s, mu0_prev + (off), P0, P0n, Z0, Z0n,    \
+                              mu1_s, mu1_prev + (off), P1, P1n, Z1, Z1n, pa, pb, eq_scratch, z, \
+                              y)
 /* W0^t and W1^t of a row: st and st + SWEEP_SNAP_STRIDE(p) (p: the skeleton's
  * parameters, in scope where the hook expands). */
 #define SWEEP_EQ_ADJ_CORRELATE(off, o, st, held, skip, n)                                  \
   SWEEP_FN(born_correlate)(grad_k + (o), grad_dk + (o), mu0_s + (o), mu1_s + (o), st,     \
                            mu0_prev + (off) + (o), mu1_prev + (off) + (o), held,          \
                            SWEEP_SNAP_STRIDE(p), skip, n)
-/* Residuals of u1^t, times K, go into mu1^t (in mu1_prev); the source terms
- * read mu^{t+1}: dL/df = -(mu0 + R mu1) = -G0. */
-#define SWEEP_EQ_ADJ_RESIDUAL(i, j, r) (mu1_prev[i] += v2dt2[j] * (r))
-#define SWEEP_EQ_ADJ_SOURCE_GRAD(i, j) (-SWEEP_FMA(ratio[j], mu1[i], mu0[i]))
+/* Residuals r of u1^t go into mu1^t as K r and into G0^t as dK r (in the
+ * _prev fields); the source terms read G0^{t+1}: dL/df = -G0. */
+#define SWEEP_EQ_ADJ_RESIDUAL(i, j, r)  \
+  do {                                  \
+    mu1_prev[i] += v2dt2[j] * (r);      \
+    mu0_prev[i] += dv2dt2[j] * (r);     \
+  } while (0)
+#define SWEEP_EQ_ADJ_SOURCE_GRAD(i, j) (-mu0[i])
 #define SWEEP_EQ_ADJ_SOURCE_TERM(i, j, a) \
   do {                                    \
     grad_k_all[i] -= (a) * mu0[i];        \
@@ -400,7 +519,7 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
   } while (0)
 #define SWEEP_EQ_RECON(f) ((f)->recon_u0 != NULL && (f)->grad_v2dt2 != NULL)
 /* Both fields one step backwards and the correlations on the plain x range
- * of the row (lsrtm_recon_point). */
+ * of the row (lsrtm_recon_point; mu0_s holds G0). */
 #define SWEEP_EQ_RECON_ROW(p, off, base)                                                     \
   do {                                                                                       \
     _Pragma("omp simd") for (sweep_int x = (p)->plain_lo[2]; x < (p)->plain_hi[2]; ++x)      \
@@ -409,7 +528,7 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
                                     grad_dk, (base) + x);                                    \
   } while (0)
 /* The saved W0^t (w[0]) and W1^t (w[vs]) of a band or CPML cell, correlated
- * as born_correlate does. */
+ * as born_correlate does (mu0 holds G0). */
 #define SWEEP_EQ_RECON_CELL(i, w, vs)                                                  \
   do {                                                                                 \
     grad_k_all[i] = grad_k_all[i] + mu0[i] * (w)[0] + mu1[i] * (w)[vs];                \

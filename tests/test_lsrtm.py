@@ -236,6 +236,28 @@ def test_boundary_saving_matches_full_storage(ndim, order, free):
     assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])
 
 
+def test_boundary_saving_is_bitwise_under_time_blocking(monkeypatch):
+    """Forward calls that save the band or replay the CPML are never blocked in time.
+
+    With blocking forced, the traces and gradients are bitwise the unblocked
+    ones (a blocked band save would leave the band, and so the gradients, wrong).
+    """
+    vp, mp, problem = _problem(2, free_surface=True, accuracy=8)
+    problem = edge_acquisition(problem, vp.shape)
+    d = np.random.default_rng(14).standard_normal((2, 3, 60))
+    runs = {}
+    for blocking in ("1,1,1", "4,1,8", "80,1,5"):
+        monkeypatch.setenv("SWEEP_TIME_BLOCKING", blocking)
+        runs[blocking] = _gradients(vp, mp, problem, d, memory=BOUNDARY)
+    (out0, ref), *others = runs.values()
+    assert out0.memory_plan.strategy == "boundary"
+    for out, got in others:
+        assert np.array_equal(out.receivers, out0.receivers)
+        assert np.array_equal(out.background_receivers, out0.background_receivers)
+        for key in ("vp", "mp", "source_amplitudes"):
+            assert np.array_equal(got[key], ref[key]), key
+
+
 def test_boundary_saving_float32_storage_places_and_threads(tmp_path, monkeypatch):
     """float32 round-off only, the strips in host memory or on disk, shots split by thread."""
     monkeypatch.setenv("SWEEP_TMPDIR", str(tmp_path))

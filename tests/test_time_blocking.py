@@ -47,6 +47,28 @@ def test_blocked_forward_is_bitwise_unblocked(ndim, order, dtype, monkeypatch):
                 assert np.array_equal(a, b), (blocking, n_threads)
 
 
+@pytest.mark.parametrize("ndim", (2, 3))
+@pytest.mark.parametrize("dtype", (np.float32, np.float64))
+def test_blocked_born_forward_is_bitwise_unblocked(ndim, dtype, monkeypatch):
+    """LSRTM: both fields, the scattered and the background traces, the final state."""
+    problem = random_problem(ndim, dtype, n_shots=3, n_src=3, n_rec=5, nt=37, accuracy=8,
+                             equation="lsrtm")  # fmt: skip
+    vp, mp = problem.pop("vp"), problem.pop("mp")
+
+    def forward(blocking, n_threads):
+        monkeypatch.setenv("SWEEP_TIME_BLOCKING", blocking)
+        out = sweep.lsrtm(vp, mp, **problem, impl="c", n_threads=n_threads)
+        return [out.receivers, out.background_receivers, *(np.asarray(x) for x in (
+            out.wavefield, out.previous_wavefield, out.background_wavefield))]  # fmt: skip
+
+    reference = forward("1,1,1", 1)
+    assert np.abs(reference[0]).max() > 0 and np.abs(reference[1]).max() > 0
+    for blocking in ("2,1,5", "4,3,7", "80,1,9", "8,1,64"):
+        for n_threads in (1, 2):
+            for a, b in zip(reference, forward(blocking, n_threads), strict=True):
+                assert np.array_equal(a, b), (blocking, n_threads)
+
+
 @pytest.mark.parametrize("n_threads", (2, 4))
 def test_pipelined_tiles_are_bitwise_unblocked(n_threads, monkeypatch):
     """3D with threads at most the y tiles: each thread runs whole (block, tile) tasks,

@@ -8,7 +8,8 @@ variables, so a state here is two acoustic states
 :class:`CompiledLSRTM` is :class:`sweep._compiled.CompiledStepper` with the
 Born field table.  The snapshot of a step is ``W0`` and ``W1`` of the model
 and CPML cells (two values per cell); the adjoint carries ``mu = K lambda``
-as the acoustic one does.  Both fields are leapfrogs (``u1``'s driven by
+as the acoustic one does, the background's as ``G0 = mu0 + R mu1`` (see
+``cuda/lsrtm_stencil.h``).  Both fields are leapfrogs (``u1``'s driven by
 ``dK W0``), so the forward pass runs backwards in time given both:
 :class:`CompiledLSRTM` is a :class:`sweep._stepper.ReversibleStepper` whose
 band save holds ``u0``, ``u1`` (state) and ``W0``, ``W1`` (snapshot).
@@ -58,8 +59,8 @@ class BornCoefficients(NamedTuple):
     dv2dt2 : array
         ``dK = 2 K mp``, the factor of the Born source ``dK W0`` (forward).
     ratio : array
-        ``R = dK / K = 2 mp`` where ``K > 0``, zero elsewhere, the even mirror
-        in free-surface ghosts (adjoint: its tap field is ``mu0 + R mu1``).
+        ``R = dK / K = 2 mp`` where ``K > 0``, zero elsewhere (the adjoint's
+        background field is ``G0 = mu0 + R mu1``).
     """
 
     v2dt2: Any
@@ -84,10 +85,11 @@ class BornState(ReversibleState):
 
 
 class BornAdjoint:
-    """The adjoint fields mu0, mu1 (:class:`AdjState` each) and the gradient accumulators.
+    """The adjoint fields G0, mu1 (:class:`AdjState` each) and the gradient accumulators.
 
-    ``background.grad_v2dt2`` accumulates ``sum_t mu0 (W0 - f) + mu1 W1``
-    (``K`` times the gradient with respect to ``K`` at fixed ``dK``) and
+    The background's field is ``G0 = mu0 + R mu1`` (``K lambda0 + dK lambda1``).
+    ``background.grad_v2dt2`` accumulates ``sum_t G0 (W0 - f) + mu1 W1``
+    (``K`` times the gradient with respect to ``K`` at fixed ``mp``) and
     ``scattered.grad_v2dt2`` ``sum_t mu1 (W0 - f)`` (``K`` times the gradient
     with respect to ``dK``), per shot; ``grad_src`` is the background's.
     """
@@ -116,12 +118,14 @@ class CompiledLSRTM(CompiledStepper):
     reversible = True
     fields = LSRTM_FIELDS
     grid_fields = _GRID
-    model_fields = frozenset({"v2dt2", "dv2dt2", "dv2dt2_ratio"})
+    model_fields = frozenset({"v2dt2", "dv2dt2"})
     writes = _WRITES
     snapshot_values = 2
     band_values = 2  # u0 and u1
 
     waves = 2  # u0 and u1 (state_bytes, live_state_bytes: CompiledStepper's)
+    time_blocking = True  # both fields leapfrog in one stage (cpu_blocking.h)
+    blocking_cell_bytes = 24  # u0, u0_prev, u1, u1_prev, K and dK at float32
 
     # -- facts the memory strategies use --------------------------------------
     @property
@@ -190,7 +194,8 @@ class CompiledLSRTM(CompiledStepper):
         """Return the gradients with respect to the padded ``K`` and ``mp``, summed over shots.
 
         ``K`` enters the Born source too (``dK = 2 K mp``), so its gradient
-        at fixed ``mp`` is ``(A + R B) / K`` and that of ``mp`` is ``2 B``,
+        at fixed ``mp`` is ``A / K`` (``A`` holds ``G0 = mu0 + R mu1``, which
+        adds the ``R B`` of the Born source) and that of ``mp`` is ``2 B``,
         with ``A``, ``B`` the accumulators of :class:`BornAdjoint`.  Cells
         with ``K = 0`` take no part and get zero.
         """
@@ -199,16 +204,14 @@ class CompiledLSRTM(CompiledStepper):
         live = k > 0
         a = adj.background.grad_v2dt2.sum(axis=0)
         b = adj.scattered.grad_v2dt2.sum(axis=0)
-        g_k = xp.where(live, (a + coeffs.ratio * b) / xp.where(live, k, 1), 0).astype(a.dtype)
+        g_k = xp.where(live, a / xp.where(live, k, 1), 0).astype(a.dtype)
         g_mp = xp.where(live, 2 * b, 0).astype(b.dtype)
         return g_k, g_mp
 
     # -- the hooks of CompiledStepper -----------------------------------------------
     def _set_coefficients(self, f: _Fields, coeffs: BornCoefficients, *, adjoint: bool) -> None:
         f.set("v2dt2", coeffs.v2dt2)
-        f.set("dv2dt2", coeffs.dv2dt2)  # the adjoint's reconstruction runs u1 backwards
-        if adjoint:
-            f.set("dv2dt2_ratio", coeffs.ratio)
+        f.set("dv2dt2", coeffs.dv2dt2)
 
     def _recon_fields(self, adj: BornAdjoint) -> dict[str, Any]:
         b, s = adj.background, adj.scattered

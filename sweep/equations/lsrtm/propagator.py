@@ -229,11 +229,14 @@ def _lsrtm_vjp(
                 "mp": from_kernel_array(geom.fold_to_model(g_mp), vp)}  # fmt: skip
 
     def fields(adj: Any) -> dict[str, Any]:  # mu = K lambda at t + 1 and t + 2
-        out = {}
-        for s, wave in (("0", adj.background), ("1", adj.scattered)):
-            out[f"adjoint{s}"] = from_kernel_array(wave.lam, vp)
-            out[f"adjoint{s}_prev"] = from_kernel_array(wave.lam_prev, vp)
-        return out
+        # The kernels carry G0 = mu0 + R mu1 for the background (lsrtm_stencil.h).
+        ratio, g0, mu1 = tape.coeffs.ratio, adj.background, adj.scattered
+        return {
+            "adjoint0": from_kernel_array(g0.lam - ratio * mu1.lam, vp),
+            "adjoint0_prev": from_kernel_array(g0.lam_prev - ratio * mu1.lam_prev, vp),
+            "adjoint1": from_kernel_array(mu1.lam, vp),
+            "adjoint1_prev": from_kernel_array(mu1.lam_prev, vp),
+        }
 
     def so_far(adj: Any) -> dict[str, Any]:
         if adj.background.grad_v2dt2 is None:
