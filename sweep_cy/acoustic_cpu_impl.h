@@ -192,21 +192,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
 #define SWEEP_EQ_ADJ_RESIDUAL(i, j, r) (mu_prev[i] += v2dt2[j] * (r))
 #define SWEEP_EQ_ADJ_SOURCE_GRAD(i, j) (-mu[i])
 #define SWEEP_EQ_ADJ_SOURCE_TERM(i, j, a) (grad_all[i] -= (a) * mu[i])
-#define SWEEP_EQ_ADJ_GHOSTS(p, recon)                 \
-  do {                                                \
-    SWEEP_FN(fill_ghosts)(p, mu_prev);                \
-    if (recon) SWEEP_FN(fill_ghosts)(p, ru_next);     \
-  } while (0)
-#define SWEEP_EQ_ADJ_ROTATE()        \
-  do {                               \
-    SWEEP_R *tmp = mu_prev;          \
-    mu_prev = mu;                    \
-    mu = tmp;                        \
-    tmp = ru_next;                   \
-    ru_next = ru;                    \
-    ru = tmp;                        \
-    SWEEP_WAVE_ADJ_SWAP_AXES()       \
-  } while (0)
+#define SWEEP_EQ_ADJ_GHOSTS(p, recon) SWEEP_WAVE_ADJ_GHOSTS(p, recon)
+#define SWEEP_EQ_ADJ_ROTATE() SWEEP_WAVE_ADJ_ROTATE()
 
 /* Boundary saving: u runs backwards in ru / ru_next (u^{t+1} in ru_next
  * receives u^{t-1}). */

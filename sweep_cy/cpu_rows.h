@@ -12,6 +12,14 @@
  * each combination compiles to its own branch-free (vectorisable) loop.
  */
 
+/* Exchange a and b (of type T): the rotations of the time levels after a step. */
+#define SWEEP_SWAP(T, a, b) \
+  do {                      \
+    T sweep_swap_ = (a);    \
+    (a) = (b);              \
+    (b) = sweep_swap_;      \
+  } while (0)
+
 /* Pointers of one shot, per axis; unused axes stay NULL. */
 static inline void SWEEP_FN(shot_axes)(void *const *src, sweep_int off, SWEEP_R **dst) {
   for (int d = 0; d < 3; ++d) dst[d] = src[d] ? (SWEEP_R *)src[d] + off : NULL;

@@ -24,16 +24,11 @@
   SWEEP_FN(shot_axes)(psi_all, off, psi);          \
   SWEEP_FN(shot_axes)(psi_new_all, off, psi_new);  \
   SWEEP_FN(shot_axes)((f)->zeta, off, zeta)
-#define SWEEP_WAVE_FWD_ROTATE()      \
-  do {                               \
-    SWEEP_R *tmp = u_prev;           \
-    u_prev = u;                      \
-    u = tmp;                         \
-    for (int d = 0; d < 3; ++d) {    \
-      void *tp = psi_all[d];         \
-      psi_all[d] = psi_new_all[d];   \
-      psi_new_all[d] = tp;           \
-    }                                \
+#define SWEEP_WAVE_FWD_ROTATE()                        \
+  do {                                                 \
+    SWEEP_SWAP(SWEEP_R *, u_prev, u);                  \
+    for (int d = 0; d < 3; ++d)                        \
+      SWEEP_SWAP(void *, psi_all[d], psi_new_all[d]);  \
   } while (0)
 /* The state part of SWEEP_EQ_BLOCK_STATE: after an odd number of steps since
  * the first, u is in u_prev and psi in psi_new. */
@@ -63,15 +58,25 @@
   SWEEP_FN(shot_axes)(Z_all, off, Z);             \
   SWEEP_FN(shot_axes)(Zn_all, off, Zn)
 /* The swap of the P and Z pairs in SWEEP_EQ_ADJ_ROTATE. */
-#define SWEEP_WAVE_ADJ_SWAP_AXES()   \
-  for (int d = 0; d < 3; ++d) {      \
-    void *tp = P_all[d];             \
-    P_all[d] = Pn_all[d];            \
-    Pn_all[d] = tp;                  \
-    tp = Z_all[d];                   \
-    Z_all[d] = Zn_all[d];            \
-    Zn_all[d] = tp;                  \
+#define SWEEP_WAVE_ADJ_SWAP_AXES()           \
+  for (int d = 0; d < 3; ++d) {              \
+    SWEEP_SWAP(void *, P_all[d], Pn_all[d]); \
+    SWEEP_SWAP(void *, Z_all[d], Zn_all[d]); \
   }
+/* SWEEP_EQ_ADJ_GHOSTS and SWEEP_EQ_ADJ_ROTATE of a plug-in whose adjoint is
+ * mu / mu_prev and whose boundary-saving reconstruction runs u backwards in
+ * ru / ru_next (u^{t+1} in ru_next receives u^{t-1}). */
+#define SWEEP_WAVE_ADJ_GHOSTS(p, recon)           \
+  do {                                            \
+    SWEEP_FN(fill_ghosts)(p, mu_prev);            \
+    if (recon) SWEEP_FN(fill_ghosts)(p, ru_next); \
+  } while (0)
+#define SWEEP_WAVE_ADJ_ROTATE()            \
+  do {                                     \
+    SWEEP_SWAP(SWEEP_R *, mu_prev, mu);    \
+    SWEEP_SWAP(SWEEP_R *, ru_next, ru);    \
+    SWEEP_WAVE_ADJ_SWAP_AXES()             \
+  } while (0)
 
 /* sub_problem's wavefields of shots (SWEEP_EQ_SHIFT_SHOTS), fo elements on. */
 #define SWEEP_WAVE_SHIFT_SHOTS(f, fo, g)                 \

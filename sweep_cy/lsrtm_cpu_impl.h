@@ -366,22 +366,14 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
     SWEEP_FN(fill_ghosts)(p, u0_prev);      \
     SWEEP_FN(fill_ghosts)(p, u1_prev);      \
   } while (0)
-#define SWEEP_EQ_FWD_ROTATE()            \
-  do {                                   \
-    SWEEP_R *tmp = u0_prev;              \
-    u0_prev = u0;                        \
-    u0 = tmp;                            \
-    tmp = u1_prev;                       \
-    u1_prev = u1;                        \
-    u1 = tmp;                            \
-    for (int d = 0; d < 3; ++d) {        \
-      void *tp = psi0_all[d];            \
-      psi0_all[d] = psi0_new_all[d];     \
-      psi0_new_all[d] = tp;              \
-      tp = psi1_all[d];                  \
-      psi1_all[d] = psi1_new_all[d];     \
-      psi1_new_all[d] = tp;              \
-    }                                    \
+#define SWEEP_EQ_FWD_ROTATE()                          \
+  do {                                                 \
+    SWEEP_SWAP(SWEEP_R *, u0_prev, u0);                \
+    SWEEP_SWAP(SWEEP_R *, u1_prev, u1);                \
+    for (int d = 0; d < 3; ++d) {                      \
+      SWEEP_SWAP(void *, psi0_all[d], psi0_new_all[d]); \
+      SWEEP_SWAP(void *, psi1_all[d], psi1_new_all[d]); \
+    }                                                  \
   } while (0)
 /* Blocked forward: the model, the state of one shot (after an odd or even
  * number of rotations) and a row for W0 (the item's own: blocked items have
@@ -472,29 +464,17 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
     SWEEP_FN(fill_ghosts)(p, mu1_prev);       \
     if (recon) SWEEP_BORN_RECON_GHOSTS(p);    \
   } while (0)
-#define SWEEP_EQ_ADJ_ROTATE()            \
-  do {                                   \
-    SWEEP_R *tmp = mu0_prev;             \
-    mu0_prev = mu0;                      \
-    mu0 = tmp;                           \
-    tmp = mu1_prev;                      \
-    mu1_prev = mu1;                      \
-    mu1 = tmp;                           \
-    for (int d = 0; d < 3; ++d) {        \
-      void *tp = P0_all[d];              \
-      P0_all[d] = P0n_all[d];            \
-      P0n_all[d] = tp;                   \
-      tp = Z0_all[d];                    \
-      Z0_all[d] = Z0n_all[d];            \
-      Z0n_all[d] = tp;                   \
-      tp = P1_all[d];                    \
-      P1_all[d] = P1n_all[d];            \
-      P1n_all[d] = tp;                   \
-      tp = Z1_all[d];                    \
-      Z1_all[d] = Z1n_all[d];            \
-      Z1n_all[d] = tp;                   \
-    }                                    \
-    SWEEP_BORN_RECON_ROTATE();           \
+#define SWEEP_EQ_ADJ_ROTATE()                    \
+  do {                                           \
+    SWEEP_SWAP(SWEEP_R *, mu0_prev, mu0);        \
+    SWEEP_SWAP(SWEEP_R *, mu1_prev, mu1);        \
+    for (int d = 0; d < 3; ++d) {                \
+      SWEEP_SWAP(void *, P0_all[d], P0n_all[d]); \
+      SWEEP_SWAP(void *, Z0_all[d], Z0n_all[d]); \
+      SWEEP_SWAP(void *, P1_all[d], P1n_all[d]); \
+      SWEEP_SWAP(void *, Z1_all[d], Z1n_all[d]); \
+    }                                            \
+    SWEEP_BORN_RECON_ROTATE();                   \
   } while (0)
 
 /* Boundary saving: u0 and u1 run backwards in ru0 / ru0_next and ru1 /
@@ -503,14 +483,10 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
 #define SWEEP_BORN_RECON_STATE(f)                                                  \
   SWEEP_R *ru0_next = (SWEEP_R *)(f)->recon_u0_next, *ru0 = (SWEEP_R *)(f)->recon_u0; \
   SWEEP_R *ru1_next = (SWEEP_R *)(f)->recon_u1_next, *ru1 = (SWEEP_R *)(f)->recon_u1
-#define SWEEP_BORN_RECON_ROTATE() \
-  do {                            \
-    SWEEP_R *rt = ru0_next;       \
-    ru0_next = ru0;               \
-    ru0 = rt;                     \
-    rt = ru1_next;                \
-    ru1_next = ru1;               \
-    ru1 = rt;                     \
+#define SWEEP_BORN_RECON_ROTATE()         \
+  do {                                    \
+    SWEEP_SWAP(SWEEP_R *, ru0_next, ru0); \
+    SWEEP_SWAP(SWEEP_R *, ru1_next, ru1); \
   } while (0)
 #define SWEEP_BORN_RECON_GHOSTS(p)          \
   do {                                      \

@@ -286,21 +286,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
     gk_all[i] -= (a) * buoyancy[j] * mu[i];        \
     gb_all[i] -= (a) * mu[i];                      \
   } while (0)
-#define SWEEP_EQ_ADJ_GHOSTS(p, recon)             \
-  do {                                            \
-    SWEEP_FN(fill_ghosts)(p, mu_prev);            \
-    if (recon) SWEEP_FN(fill_ghosts)(p, ru_next); \
-  } while (0)
-#define SWEEP_EQ_ADJ_ROTATE()  \
-  do {                         \
-    SWEEP_R *tmp = mu_prev;    \
-    mu_prev = mu;              \
-    mu = tmp;                  \
-    tmp = ru_next;             \
-    ru_next = ru;              \
-    ru = tmp;                  \
-    SWEEP_WAVE_ADJ_SWAP_AXES() \
-  } while (0)
+#define SWEEP_EQ_ADJ_GHOSTS(p, recon) SWEEP_WAVE_ADJ_GHOSTS(p, recon)
+#define SWEEP_EQ_ADJ_ROTATE() SWEEP_WAVE_ADJ_ROTATE()
 /* Boundary saving: u runs backwards in ru / ru_next, and each step's
  * snapshot is rebuilt in the one-slot store before the rows correlate it
  * (vrz_recon_snap_row on the plain cells); the correlation is full
