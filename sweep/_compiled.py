@@ -259,7 +259,7 @@ class CompiledStepper:
     profiles, source and receiver indices, parameters), the pointer record
     and the calls of :meth:`forward_steps` and :meth:`adjoint_steps`.  An
     equation's subclass names its kernels (:attr:`name`: ``sweep._C`` and
-    ``sweep._cuda_backend`` have ``<name>_run``) and its field table
+    ``sweep._cuda_backend.run`` takes the name) and its field table
     (:attr:`fields`, :attr:`grid_fields`, :attr:`model_fields`,
     :attr:`writes`), and defines its states, the sizes the memory strategies
     plan with, :meth:`finish_gradient` and the hooks at the end of the class.
@@ -298,7 +298,7 @@ class CompiledStepper:
         else:
             from . import _cuda_backend
 
-            getattr(_cuda_backend, f"{self.name}_run")(*args)
+            _cuda_backend.run(self.name, *args)
 
     # -- facts the memory strategies use --------------------------------------
     @property

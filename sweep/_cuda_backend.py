@@ -1,8 +1,9 @@
 """CUDA launcher: compiles ``cuda/*.cu`` with CuPy (NVRTC) and runs time steps.
 
-It exposes the same ``<equation>_run`` entry points as the CPU binding
-(``sweep._C``: ``acoustic_run``, ``lsrtm_run``, ``vrz_run``), taking the same
-parameter and pointer records, so the driver in ``sweep._compiled`` is shared.
+:func:`run` takes the equation's name and then the arguments of the CPU
+binding's entry points (``sweep._C``: ``acoustic_run``, ``lsrtm_run``,
+``vrz_run``): the same parameter and pointer records, so the driver in
+``sweep._compiled`` is shared.
 Kernels (``cuda/<equation>.cu``) are compiled once per (equation, ndim, order,
 dtype, device, options) from a preamble that defines the specialisation
 macros and the FD coefficients rendered by ``sweep._fd``.
@@ -180,7 +181,7 @@ def _swap(fields: np.ndarray, a: str, b: str, axes: list[int] | None = None) -> 
             fields[a][ax], fields[b][ax] = fields[b][ax].copy(), fields[a][ax].copy()
 
 
-def _run(
+def run(
     equation: str,
     ndim: int,
     order: int,
@@ -190,7 +191,13 @@ def _run(
     fields: np.ndarray,
     t: int,
     n_steps: int,
+    n_threads: int = 0,
 ) -> None:
+    """Run ``n_steps`` forward steps of ``equation`` from ``t``, or adjoint steps ending at ``t``.
+
+    The arguments of the CPU entry ``sweep._C.<equation>_run``; ``n_threads``
+    is the CPU's and ignored here.
+    """
     import cupy
 
     dtype = np.float64 if is_double else np.float32
@@ -207,51 +214,6 @@ def _run(
             ) from exc
 
 
-def acoustic_run(
-    ndim: int,
-    order: int,
-    is_double: bool,
-    adjoint: bool,
-    params: np.ndarray,
-    fields: np.ndarray,
-    t: int,
-    n_steps: int,
-    n_threads: int = 0,
-) -> None:
-    """Run ``n_steps`` forward steps from ``t`` or adjoint steps ending at ``t``."""
-    _run("acoustic", ndim, order, is_double, adjoint, params, fields, t, n_steps)
-
-
-def lsrtm_run(
-    ndim: int,
-    order: int,
-    is_double: bool,
-    adjoint: bool,
-    params: np.ndarray,
-    fields: np.ndarray,
-    t: int,
-    n_steps: int,
-    n_threads: int = 0,
-) -> None:
-    """Run Born (LSRTM) steps as :func:`acoustic_run` does acoustic ones."""
-    _run("lsrtm", ndim, order, is_double, adjoint, params, fields, t, n_steps)
-
-
-def vrz_run(
-    ndim: int,
-    order: int,
-    is_double: bool,
-    adjoint: bool,
-    params: np.ndarray,
-    fields: np.ndarray,
-    t: int,
-    n_steps: int,
-    n_threads: int = 0,
-) -> None:
-    """Run VRZ steps as :func:`acoustic_run` does acoustic ones."""
-    _run("vrz", ndim, order, is_double, adjoint, params, fields, t, n_steps)
-
-
 def run_steps(
     mod: Any,
     equation: str,
@@ -263,7 +225,7 @@ def run_steps(
     t: int,
     n_steps: int,
 ) -> None:
-    """Launch the kernels of ``<equation>_run`` through ``mod.get_function``.
+    """Launch the kernels of one :func:`run` through ``mod.get_function``.
 
     ``mod`` is a CuPy RawModule, or the tests' host build of the same sources.
     Boundary saving's kernels are looked up only when the fields ask for it.

@@ -1,7 +1,7 @@
 """VRZ on the compiled kernels: the stepper and the model gradients.
 
 The kernels (``cuda/vrz_stencil.h``: C/OpenMP through ``sweep._C.vrz_run``,
-CUDA through ``sweep._cuda_backend.vrz_run``) take the acoustic's parameter
+CUDA through ``sweep._cuda_backend.run``) take the acoustic's parameter
 record and step one acoustic-like wavefield, so :class:`CompiledVRZ` is
 :class:`sweep._compiled.CompiledStepper` with its default one-wavefield
 states (:class:`sweep._compiled.FwdState`, an :class:`~sweep._compiled.AdjState`
