@@ -9,7 +9,7 @@ the eager Array-API code (``impl="eager"``).  ``sweep.vjp`` gives gradients,
 
 from __future__ import annotations
 
-from . import backend, distributed, equations
+from . import backend, das, distributed, equations
 from ._api import estimate_memory
 from ._config import config
 from ._impl import binding_error
@@ -32,6 +32,7 @@ __all__ = [
     "backend",
     "binding_available",
     "config",
+    "das",
     "distributed",
     "elastic",
     "equations",

@@ -198,6 +198,10 @@ class EagerPlan:
     memory : EagerMemoryEstimate, optional
         Estimated bytes of a gradient run; the adapters plan their checkpoint
         chunks from it (None: about ``sqrt(nt)`` chunks).
+    finish : callable, optional
+        ``finish(receivers) -> receivers``: a differentiable map of the
+        stacked ``(n_shots, n_rec, nt)`` samples to the receivers (e.g. the
+        time integral of strain receivers); None: the samples themselves.
     """
 
     nt: int
@@ -210,6 +214,7 @@ class EagerPlan:
     wavefield: Callable[[Any], Any]
     key: tuple
     memory: Any = None
+    finish: Callable[[Any], Any] | None = None
 
 
 def _host_proxy(x: Any, fill: float | None, name: str, needs: str) -> np.ndarray | None:
@@ -319,6 +324,7 @@ def build_eager_plan(
         wavefield=engine.wavefield,
         key=key,
         memory=eager_memory(geom, np.dtype(dtype_name(like)).itemsize, states=states),
+        finish=getattr(engine, "finish_records", None),
     )
 
 
@@ -398,13 +404,19 @@ REGISTRY: dict[str, EquationSpec] = {
         constraints=("positive", "nonnegative", "positive"),
         wavefields=("vz", "vy", "vx", "szz", "syy", "sxx", "syz", "sxz", "sxy", "m_*"),
         sources=("fz", "fy", "fx", "p"),
-        receivers=("vz", "vy", "vx", "p", "szz", "syy", "sxx", "syz", "sxz", "sxy"),
+        receivers=(
+            *("vz", "vy", "vx", "p", "szz", "syy", "sxx", "syz", "sxz", "sxy"),
+            *("ezz", "eyy", "exx", "eyz", "exz", "exy"),
+        ),
         compiled=False,
         entry="sweep.equations.elastic:elastic",
         eager_entry="sweep.equations:elastic_eager_plan",
         options=(
             "source_kind",
             "receiver_kind",
+            "gauge_length",
+            "quantity",
+            "fibre",
             "accuracy",
             "pml_width",
             "free_surface",

@@ -215,4 +215,5 @@ class PropJax:
         if not plan.n_rec:
             return jnp.zeros((plan.n_shots, 0, plan.nt), dtype=amp.dtype)
         recs = recs.reshape(n_chunks * length, *recs.shape[2:])[: plan.nt]
-        return jnp.moveaxis(recs, 0, -1)
+        out = jnp.moveaxis(recs, 0, -1)
+        return out if plan.finish is None else plan.finish(out)

@@ -41,7 +41,7 @@ import numpy as np
 from ... import _fd
 from ..._eager import EagerBase, _along
 from ..._points import inject_terms, sample_terms
-from . import kinds
+from . import das, kinds
 
 
 class EagerElastic(EagerBase):
@@ -115,25 +115,16 @@ class EagerElastic(EagerBase):
     def _reduced_weights(self, d: int, forward: bool) -> list | None:
         """Per-cell weights of a velocity's difference along ``d`` near free surfaces.
 
-        A velocity is zero beyond a free surface (not an image), so a stencil
-        that reaches there drops to the highest order whose taps stay on this
-        side: order ``2 m`` with ``m`` the taps available (none on the surface
-        row, whose normal derivative the surface condition replaces).  None
+        Order ``2 m`` with ``m`` the taps of :func:`kinds.stencil_taps`; None
         when axis ``d`` has no free surface.
         """
         g = self.geom
-        lo, hi = g.free_surface[2 * d], g.free_surface[2 * d + 1]
-        if not (lo or hi):
+        if not (g.free_surface[2 * d] or g.free_surface[2 * d + 1]):
             return None
         h, n = g.halo, g.padded_shape[d]
         big = g.order // 2
-        p = np.arange(h, n - h)  # result cells (padded index)
-        m = np.full(p.shape, big)
-        if lo:  # the first valid velocity index is h
-            m = np.minimum(m, p - h + 1 if forward else p - h)
-        if hi:  # the last valid velocity index is S (nodes) or S - 1 (half nodes)
-            m = np.minimum(m, (n - 1 - h) - p)
-        w = np.zeros((big, len(p)))
+        m = kinds.stencil_taps(g, d, forward)[h : n - h]  # result cells
+        w = np.zeros((big, len(m)))
         for mm in range(1, big + 1):
             c = [float(x) for x in _fd.staggered_first_derivative(2 * mm)]
             w[: len(c), m == mm] = np.array(c)[:, None]
@@ -155,8 +146,21 @@ class EagerElastic(EagerBase):
         src = [t if t.field.startswith("v") else replace(t, weight=t.weight * scale) for t in src]
         self.src_v = self.point_terms([t for t in src if t.field.startswith("v")], g.n_src)
         self.src_s = self.point_terms([t for t in src if t.field.startswith("s")], g.n_src)
-        rec = kinds.node_terms(g, g.rec_loc, rec_kinds, kinds.receiver_kinds(g.ndim), valid)
+        table = dict(kinds.receiver_kinds(g.ndim), **{kinds.FIBRE: kinds.Kind(kinds.FIBRE, ())})
+        rec = kinds.node_terms(g, g.rec_loc, rec_kinds, table, valid)  # strain kinds: no terms
+        gauge, fibre = self.options.get("gauge_length"), self.options.get("fibre")
+        if any(k.startswith("e") for k in rec_kinds):
+            rec += das.kind_terms(g, rec_kinds, gauge)
+        if fibre is not None:
+            rec += das.fibre_terms(g, fibre, rec_kinds.index(kinds.FIBRE), gauge)
         self.rec_terms = self.point_terms(rec, g.n_rec)
+        # Columns integrated in time (quantity="strain"), as a (1, n_rec, 1) mask.
+        integrate = [self.options.get("quantity") == "strain" and kinds.is_strain(k)
+                     for k in rec_kinds]  # fmt: skip
+        self.integrate = (
+            self._asarray(np.asarray(integrate, dtype=np.float64).reshape(1, -1, 1))
+            if any(integrate) else None
+        )  # fmt: skip
 
     # -- models -----------------------------------------------------------------------
     def _shift(self, m: Any, d: int) -> Any:
@@ -324,6 +328,25 @@ class EagerElastic(EagerBase):
         if not g.n_rec:
             return None
         return sample_terms(self.xp, state, self.rec_terms, g.n_shots, g.n_rec)
+
+    def finish_records(self, records: Any) -> Any:
+        """Receivers ``(n_shots, n_rec, nt)`` from the samples: strain where asked.
+
+        ``quantity="strain"``: the strain-rate columns become strain, the
+        exclusive cumulative sum times ``dt``, ``strain[t] = dt sum_{k<t}
+        rate[k]``: sample ``t`` is time ``t dt`` (the rates are at ``(k + 1/2)
+        dt``: the midpoint rule, the stresses' own time integration), and
+        ``strain[0] = 0``.  Linear, so autodiff gives its exact adjoint.
+        """
+        if self.integrate is None:
+            return records
+        rate = records[..., :-1] * self.geom.dt
+        summed = self.xp.cumulative_sum(rate, axis=-1, include_initial=True)
+        return records + self.integrate * (summed - records)
+
+    def stack_records(self, records: list[Any]) -> Any:
+        """Receiver data (n_shots, n_rec, nt), with :meth:`finish_records` applied."""
+        return self.finish_records(super().stack_records(records))
 
     def run(
         self,

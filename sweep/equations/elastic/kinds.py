@@ -14,11 +14,10 @@ Shear stresses are named with their axes in alphabetical order (``sxz``,
 Every source and receiver kind is a weighted point operator
 (:mod:`sweep._points`) at a node of the model grid: a staggered field is
 interpolated onto the node (weights 1/2 along each staggered axis), and a
-source spreads its amplitude with the same weights (the transpose).  New
-kinds (strain rates and their gauge-length averages for DAS, moment tensors)
-are new rows of weights here: the strain rate ``exx`` at a node differences
-the two ``vx`` around it (weights -1/dx and +1/dx where ``vx`` is averaged
-with 1/2 and 1/2), and a gauge length adds such terms along the fibre.
+source spreads its amplitude with the same weights (the transpose).  The
+strain-rate kinds of DAS (``exx``, ``exz``, ...) and fibre channels are rows
+of weights too, over the velocities (:mod:`.das`): the staggered differences
+of the update itself, interpolated onto the node, and averaged over a gauge.
 """
 
 from __future__ import annotations
@@ -45,6 +44,11 @@ def velocity(axis: str) -> str:
 def stress(a: str, b: str) -> str:
     """Name of the stress component ``s_ab`` (axes in alphabetical order)."""
     return "s" + "".join(sorted(a + b))
+
+
+def strain(a: str, b: str) -> str:
+    """Name of the strain-rate component ``e_ab`` (axes in alphabetical order)."""
+    return "e" + "".join(sorted(a + b))
 
 
 def fields(ndim: int) -> dict[str, frozenset[int]]:
@@ -123,15 +127,29 @@ def receiver_kinds(ndim: int) -> dict[str, Kind]:
     for a, b in itertools.combinations_with_replacement(names, 2):
         n = stress(a, b)
         out[n] = Kind(n, ((n, 1.0),), units="Pa")
+    # Strain rates: rows of weights over the velocities, built by .das (no terms here).
+    for a, b in itertools.combinations_with_replacement(names, 2):
+        n = strain(a, b)
+        out[n] = Kind(n, (), units="1/s (quantity='strain': dimensionless)")
     return out
 
 
+def is_strain(kind: str) -> bool:
+    """Whether receiver kind ``kind`` is a strain rate (``e..``) or a fibre channel."""
+    return kind.startswith("e") or kind == FIBRE
+
+
+# The receiver kind of the columns a fibre adds (internal: not a user kind).
+FIBRE = "fibre"
+
+
 def _aliases(ndim: int) -> dict[str, str]:
-    """Map the reversed spellings of shear stresses (``szx``) to their names (``sxz``)."""
+    """Map reversed spellings of shear stresses and strain rates (``szx``) to their names."""
     return {
-        "s" + b + a: stress(a, b)
+        p + b + a: p + "".join(sorted(a + b))
+        for p in "se"
         for a, b in itertools.permutations(AXES[ndim], 2)
-        if "s" + b + a != stress(a, b)
+        if b > a
     }
 
 
@@ -183,6 +201,25 @@ def check_kinds(value: Any, count: int, ndim: int, role: str, default: str) -> t
             f"{', '.join(repr(c) for c in table)})"
         )
     return tuple(out)
+
+
+def stencil_taps(geom: Geometry, d: int, forward: bool) -> np.ndarray:
+    """Taps ``m`` of a velocity's staggered difference along ``d`` at each padded index.
+
+    A velocity is zero beyond a free surface (not an image), so a stencil
+    that reaches there drops to the highest order whose taps stay on this
+    side: order ``2 m`` with ``m`` the taps available (none, ``m = 0``, for the
+    normal derivative on the surface row, which the surface condition
+    replaces).  ``forward``: from the nodes to the half nodes.
+    """
+    h, n = geom.halo, geom.padded_shape[d]
+    p = np.arange(n)
+    m = np.full(n, geom.order // 2)
+    if geom.free_surface[2 * d]:  # the first valid velocity index is h
+        m = np.minimum(m, p - h + 1 if forward else p - h)
+    if geom.free_surface[2 * d + 1]:  # the last: S (nodes) or S - 1 (half nodes)
+        m = np.minimum(m, (n - 1 - h) - p)
+    return np.maximum(m, 0)
 
 
 def mirrored(geom: Geometry, name: str, d: int) -> bool:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from ..._api import eager_vjp
 from ..._grid import Geometry
 from ..._setup import Call, Speeds, prepare
-from . import kinds
+from . import das, kinds
 from .eager import EagerElastic
 
 __all__ = ["ElasticResult", "elastic"]
@@ -29,8 +30,10 @@ class ElasticResult:
     Attributes
     ----------
     receivers : array, shape (n_shots, n_receivers, nt)
-        Samples of each receiver's kind; sample ``t`` of a velocity kind is
-        time ``(t + 1/2) dt``, of a stress kind (and ``"p"``) time ``t dt``.
+        Samples of each receiver's kind; sample ``t`` of a velocity or
+        strain-rate kind is time ``(t + 1/2) dt``, of a stress kind (and
+        ``"p"``, and strain) time ``t dt``.  A fibre's channels follow the
+        receivers of ``receiver_locations``.
     wavefield : array, shape (n_shots, *model_shape)
         The vertical particle velocity ``vz`` at time ``(nt - 1/2) dt`` on the
         model's cells (each value at its staggered position ``i + 1/2``).
@@ -82,6 +85,9 @@ def _prepare(
     *,
     source_kind: Any = "fz",
     receiver_kind: Any = "vz",
+    gauge_length: Any = None,
+    quantity: Any = "rate",
+    fibre: Any = None,
     **settings: Any,
 ) -> Call:
     """Validate every argument of :func:`elastic` (before any compute)."""
@@ -95,11 +101,30 @@ def _prepare(
     )  # fmt: skip
     _check_moduli(vp, vs)
     g = call.geom
+    rec_kinds = kinds.check_kinds(receiver_kind, g.n_rec, g.ndim, "receiver", "vz")
+    if quantity not in QUANTITIES:
+        close = difflib.get_close_matches(str(quantity), QUANTITIES, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"quantity must be 'rate' (strain rate, 1/s) or 'strain' (its time integral) for "
+            f"the strain receivers, got {quantity!r}{hint}"
+        )
+    gauge = das.check_receivers(rec_kinds, g.rec_loc, g.model_shape, g.spacing, gauge_length, fibre)
+    if fibre is not None:  # the channels are receiver columns after receiver_locations
+        nodes = np.broadcast_to(fibre.nodes(g.spacing), (g.n_shots, fibre.n_channels, g.ndim))
+        call.geom = g = replace(g, rec_loc=np.concatenate([g.rec_loc, nodes], axis=1))
+        rec_kinds = (*rec_kinds, *(kinds.FIBRE,) * fibre.n_channels)
     call.extra = {
         "source_kind": kinds.check_kinds(source_kind, g.n_src, g.ndim, "source", "fz"),
-        "receiver_kind": kinds.check_kinds(receiver_kind, g.n_rec, g.ndim, "receiver", "vz"),
+        "receiver_kind": rec_kinds,
+        "gauge_length": gauge,
+        "quantity": quantity,
+        "fibre": fibre,
     }
     return call
+
+
+QUANTITIES = ("rate", "strain")
 
 
 # The compiled gradient's memory keywords, at their defaults (the eager path has none).
@@ -141,6 +166,9 @@ def elastic(
     source_kind: str | Sequence[str] = "fz",
     receiver_locations: Any = None,
     receiver_kind: str | Sequence[str] = "vz",
+    gauge_length: float | None = None,
+    quantity: str = "rate",
+    fibre: das.Fibre | None = None,
     accuracy: int = 4,
     pml_width: int | Sequence[int] = 20,
     free_surface: bool | Sequence[bool] = False,
@@ -192,7 +220,23 @@ def elastic(
         One kind for every receiver, or one per receiver: ``"vz"``, ``"vx"``
         (``"vy"``) in m/s; ``"p"``, the pressure ``-mean(s_aa)`` in Pa; the
         stresses ``"szz"``, ``"sxx"``, ``"sxz"`` (3D also ``"syy"``,
-        ``"syz"``, ``"sxy"``) in Pa.
+        ``"syz"``, ``"sxy"``) in Pa; the strain rates (DAS) ``"ezz"``,
+        ``"exx"``, ``"exz"`` (3D also ``"eyy"``, ``"eyz"``, ``"exy"``), the
+        symmetric velocity gradient ``e_ab = (d_a v_b + d_b v_a) / 2`` in 1/s
+        (``docs/elastic.md``, section DAS).
+    gauge_length : float or None
+        Metres.  None: point strain rates.  Otherwise the normal strain rates
+        ``"e<a><a>"`` and the fibre's channels are averaged over the gauge
+        centred on each receiver along the fibre (for ``"exx"``, along x);
+        at least one cell, at most the fibre's length.
+    quantity : {"rate", "strain"}
+        ``"strain"``: the strain receivers (kinds ``e..`` and the fibre's
+        channels) record strain instead, ``dt`` times the cumulative sum of
+        the strain rate (sample ``t`` is time ``t dt``, sample 0 is 0).
+    fibre : sweep.das.Fibre or None
+        A fibre whose channels are appended to the receivers (columns after
+        those of ``receiver_locations``, the same for every shot); each
+        reads its axial (or helical) strain rate.
     accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress,
     forward_callback, callback_frequency, initial_state
         As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
