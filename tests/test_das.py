@@ -313,3 +313,35 @@ def test_bad_input():
     a = sweep.elastic(*models, h, dt, **kw, **rec, receiver_kind="ezx").receivers
     b = sweep.elastic(*models, h, dt, **kw, **rec, receiver_kind="exz").receivers
     np.testing.assert_array_equal(a, b)
+
+
+def test_example_quick(tmp_path):
+    """examples/das_fwi.py --quick runs, writes its figure and lowers the misfit."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("tqdm")
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "das_fwi.py"
+    spec = importlib.util.spec_from_file_location("das_fwi", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "das.png"
+    result = module.main(["--quick", "--out", str(out), "--no-progress"])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result["misfit"][-1] < 0.7 * result["misfit"][0]
+
+
+def test_plot_das_gather():
+    pytest.importorskip("matplotlib")
+    from sweep.plot import plot_das_gather
+
+    fibre = Fibre([[10.0, 5.0], [60.0, 5.0]], channel_spacing=10.0, start=5.0)
+    data = np.random.default_rng(0).standard_normal((fibre.n_channels, 30))
+    ax = plot_das_gather(data, 1e-3, fibre)
+    assert ax.get_xlabel() == "distance along fibre (m)"
+    lo, hi = ax.get_xlim()
+    assert lo == pytest.approx(0.0) and hi == pytest.approx(50.0)  # channels at 5..45 m
+    with pytest.raises(ValueError, match="channels but the fibre has"):
+        plot_das_gather(data[:2], 1e-3, fibre)
+    ax.figure.clf()
