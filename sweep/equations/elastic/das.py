@@ -30,6 +30,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -141,7 +142,7 @@ class Fibre:
         """Dimensions of the fibre's coordinates."""
         return len(self.points[0])
 
-    @property
+    @cached_property
     def _cum(self) -> np.ndarray:
         pts = np.asarray(self.points)
         return np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(pts, axis=0), axis=1))])
@@ -151,7 +152,7 @@ class Fibre:
         """Arc length of the polyline (metres)."""
         return float(self._cum[-1])
 
-    @property
+    @cached_property
     def arc(self) -> np.ndarray:
         """Arc length of each channel (metres from the first vertex)."""
         n = math.floor((self.length - self.start) / self.channel_spacing + _TOL) + 1
@@ -163,31 +164,26 @@ class Fibre:
         return len(self.arc)
 
     def _segment(self, s: float) -> int:
-        cum = self._cum
-        return int(
-            min(np.searchsorted(cum, s + _TOL * max(1.0, s), side="right") - 1, len(cum) - 2)
-        )
-
-    def position(self, s: Any) -> np.ndarray:
-        """Coordinates (metres) of arc lengths ``s``, shape ``(*s.shape, ndim)``."""
-        s = np.asarray(s, dtype=np.float64)
-        pts, cum = np.asarray(self.points), self._cum
-        out = [
-            pts[k] + (x - cum[k]) * self._tangent(k) for x in s.ravel() for k in [self._segment(x)]
-        ]
-        return np.asarray(out).reshape(*s.shape, self.ndim)
+        """Index of the segment holding arc length ``s`` (at a vertex: the one it starts)."""
+        k = np.searchsorted(self._cum, s + _TOL * max(1.0, s), side="right") - 1
+        return int(min(k, len(self._cum) - 2))
 
     def _tangent(self, k: int) -> np.ndarray:
         pts = np.asarray(self.points)
         d = pts[k + 1] - pts[k]
         return d / np.linalg.norm(d)
 
-    @property
+    def position(self, s: float) -> np.ndarray:
+        """Coordinates (metres) of arc length ``s``."""
+        k = self._segment(s)
+        return np.asarray(self.points[k]) + (s - self._cum[k]) * self._tangent(k)
+
+    @cached_property
     def positions(self) -> np.ndarray:
         """Channel coordinates (metres), shape ``(n_channels, ndim)``."""
-        return self.position(self.arc)
+        return np.asarray([self.position(s) for s in self.arc])
 
-    @property
+    @cached_property
     def tangents(self) -> np.ndarray:
         """Unit tangent of each channel's segment, shape ``(n_channels, ndim)``."""
         return np.asarray([self._tangent(self._segment(s)) for s in self.arc])
@@ -244,6 +240,7 @@ class _Rows:
         self.coef = {m: [float(c) for c in _fd.staggered_first_derivative(2 * m)]
                      for m in range(1, geom.order // 2 + 1)}  # fmt: skip
         self.acc: dict[tuple[int, int, str, int], float] = {}
+        self.shear: dict[str, tuple[list, list]] = {}  # valid masks and mirrors, by stress
 
     def _add(self, key: tuple[int, int], name: str, idx: Sequence[int], w: float) -> None:
         cell = int(sum(i * s for i, s in zip(idx, self.g.strides, strict=True)))
@@ -283,10 +280,12 @@ class _Rows:
 
     def _shear(self, key: tuple, node: list[int], i: int, j: int, w: float) -> None:
         """``w e_ij`` at ``node``: the four shear positions around it, averaged."""
-        g = self.g
         name = kinds.stress(self.axes[i], self.axes[j])
-        valid = [kinds.valid_axis(g, name, d) for d in (i, j)]
-        mirrors = [g.ghost_mirror(d, half=True) for d in (i, j)]
+        if name not in self.shear:
+            g = self.g
+            self.shear[name] = ([kinds.valid_axis(g, name, d) for d in (i, j)],
+                                [g.ghost_mirror(d, half=True) for d in (i, j)])  # fmt: skip
+        valid, mirrors = self.shear[name]
         spots = []
         for pi in (node[i] - 1, node[i]):
             for pj in (node[j] - 1, node[j]):
@@ -365,19 +364,36 @@ def fibre_terms(
     geom: Geometry, fibre: Fibre, first_column: int, gauge_length: float | None
 ) -> list[PointTerms]:
     """Rows of ``fibre``'s channels, columns ``first_column`` onwards, every shot."""
+    key = (geom.padded_shape, geom.halo, geom.order, geom.spacing, geom.free_surface,
+           tuple(geom.lo(d) for d in range(geom.ndim)), fibre, gauge_length)  # fmt: skip
+    if key not in _FIBRE_CACHE:  # adapters rebuild the plan every call: build rows once
+        while len(_FIBRE_CACHE) >= 4:
+            _FIBRE_CACHE.pop(next(iter(_FIBRE_CACHE)))
+        _FIBRE_CACHE[key] = _fibre_rows(geom, fibre, gauge_length)
+    n = geom.n_shots
+    return [
+        PointTerms(t.field, np.repeat(np.arange(n, dtype=np.int64), t.cell.size),
+                   np.tile(t.column + first_column, n), np.tile(t.cell, n), np.tile(t.weight, n))
+        for t in _FIBRE_CACHE[key]
+    ]  # fmt: skip
+
+
+_FIBRE_CACHE: dict[tuple, list[PointTerms]] = {}
+
+
+def _fibre_rows(geom: Geometry, fibre: Fibre, gauge_length: float | None) -> list[PointTerms]:
+    """Rows of one shot's channels (shot 0, columns from 0)."""
     rows = _Rows(geom)
     spacing = np.asarray(geom.spacing)
     for c, s in enumerate(fibre.arc):
         if gauge_length is None:
-            pieces = [(fibre.position(s) / spacing, 1.0,
-                       helical_response(fibre.tangents[c], fibre.winding_angle))]  # fmt: skip
-            total = 1.0
+            w = helical_response(fibre.tangents[c], fibre.winding_angle)
+            pieces, total = [(fibre.positions[c] / spacing, 1.0, w)], 1.0
         else:
             s0, s1 = max(0.0, s - gauge_length / 2), min(fibre.length, s + gauge_length / 2)
             pieces, total = fibre.pieces(s0, s1, spacing), s1 - s0
-        for shot in range(geom.n_shots):
-            for p, q, w in pieces:
-                rows.point((shot, first_column + c), p, w, q / total)
+        for p, q, w in pieces:
+            rows.point((0, c), p, w, q / total)
     return rows.terms()
 
 
