@@ -298,6 +298,7 @@ def test_bad_input():
     raises("shear strain-rate", receiver_kind="exz", gauge_length=10.0)
     raises("no.*strain|there are none", receiver_kind="vz", gauge_length=10.0)
     raises("did you mean 'strain'", receiver_kind="exx", quantity="strian")
+    raises("there are none", receiver_kind="p", quantity="strain")
     raises("free-surface row", receiver_locations=np.array([[[0, 5]]]), receiver_kind="ezz")
     fib = Fibre([[10.0, 10.0], [10.0, 40.0]], channel_spacing=5.0)
     raises("longer than the fibre", receiver_kind="vz", fibre=fib, gauge_length=35.0)

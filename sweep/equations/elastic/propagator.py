@@ -109,6 +109,11 @@ def _prepare(
             f"quantity must be 'rate' (strain rate, 1/s) or 'strain' (its time integral) for "
             f"the strain receivers, got {quantity!r}{hint}"
         )
+    if quantity == "strain" and fibre is None and not any(map(kinds.is_strain, rec_kinds)):
+        raise ValueError(
+            "quantity='strain' integrates strain-rate receivers (kinds 'e..' or a fibre), but "
+            "there are none; drop quantity or add such receivers"
+        )
     gauge = das.check_receivers(rec_kinds, g.rec_loc, g.model_shape, g.spacing, gauge_length, fibre)
     if fibre is not None:  # the channels are receiver columns after receiver_locations
         nodes = np.broadcast_to(fibre.nodes(g.spacing), (g.n_shots, fibre.n_channels, g.ndim))
