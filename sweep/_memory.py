@@ -176,7 +176,7 @@ def check_settings(
 
 
 def boundary_refused(equation: str, why: str = "") -> ValueError:
-    """The error for boundary saving asked of an equation that does not run backwards in time.
+    """Return the error for boundary saving asked of an equation that does not run backwards.
 
     ``why``: the reason, from the equation's declaration (``EquationSpec.irreversible``).
     """

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from . import _memory
-from . import equations as _equations
 from . import _validate as val
+from . import equations as _equations
 from ._callbacks import Callbacks, check_callbacks
 from ._grid import Geometry
 from ._impl import resolve_impl

@@ -153,7 +153,7 @@ class EagerStaggered(EagerBase):
         raise NotImplementedError
 
     def held(self, name: str, d: int) -> bool:
-        """Whether field ``name`` is held at zero on the surface row of a free face of axis ``d``."""
+        """Whether ``name`` is held at zero on the surface row of a free face of axis ``d``."""
         return False
 
     def mirror_sign(self, name: str, d: int) -> float:
@@ -203,8 +203,8 @@ class EagerStaggered(EagerBase):
                 sign = self.mirror_sign(name, d)
                 mirror, ghost = g.ghost_mirror(d, half=d in stag)
                 if ghost.any() and sign:
-                    mirrors.append((d, self._asarray(mirror, xp.int64),
-                                    sign * self._asarray(ghost.reshape(self._axis_shape(d)))))  # fmt: skip
+                    signed = sign * self._asarray(ghost.reshape(self._axis_shape(d)))
+                    mirrors.append((d, self._asarray(mirror, xp.int64), signed))
             self.mirrors[name] = mirrors
         # Index maps of the next node along each axis (edge repeated), for averages.
         self.next = [

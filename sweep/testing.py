@@ -12,7 +12,6 @@ source sampled at ``t = n dt`` gives receiver samples on the same time axis.
 from __future__ import annotations
 
 import importlib
-
 from collections.abc import Sequence
 
 import numpy as np

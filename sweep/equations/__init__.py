@@ -397,7 +397,7 @@ _MAXWELL_OPTIONS = (
 
 
 def _maxwell(name: str, ndim: int, description: str, options: tuple[str, ...]) -> EquationSpec:
-    """The declaration of TM2D or 3D Maxwell (one code, two registry names)."""
+    """Declare TM2D or 3D Maxwell (one code, two registry names)."""
     e = ("ey",) if ndim == 2 else ("ex", "ey", "ez")
     h = ("hx", "hz") if ndim == 2 else ("hx", "hy", "hz")
     return EquationSpec(
@@ -478,14 +478,20 @@ REGISTRY: dict[str, EquationSpec] = {
         description="isotropic elastic velocity-stress system on a staggered grid (2D/3D)",
     ),
     "tm2d": _maxwell(
-        "tm2d", 2, "Maxwell's equations, TM mode in 2D (E_y, H_x, H_z), for radar",
-        _MAXWELL_OPTIONS,
+        "tm2d", 2, "Maxwell's equations, TM mode in 2D (E_y, H_x, H_z), for radar", _MAXWELL_OPTIONS
     ),
     "maxwell3d": _maxwell(
-        "maxwell3d", 3, "Maxwell's equations in 3D on the Yee grid, for radar",
-        ("source_component", "receiver_component", *_MAXWELL_OPTIONS, "python_backend",
-         "experimental_cuda_graph"),
-    ),  # fmt: skip
+        "maxwell3d",
+        3,
+        "Maxwell's equations in 3D on the Yee grid, for radar",
+        (
+            "source_component",
+            "receiver_component",
+            *_MAXWELL_OPTIONS,
+            "python_backend",
+            "experimental_cuda_graph",
+        ),
+    ),
 }
 
 

@@ -60,12 +60,12 @@ class EagerElastic(EagerStaggered):
         return kinds.memory_variables(self.geom.ndim)
 
     def held(self, name: str, d: int) -> bool:
-        """The normal stress across a free face is held at zero on its surface row."""
+        """Hold the normal stress across a free face at zero on its surface row."""
         axis = kinds.AXES[self.geom.ndim][d]
         return name == kinds.stress(axis, axis)
 
     def mirror_sign(self, name: str, d: int) -> float:
-        """The stress image: odd images of the stresses with a component along ``d``."""
+        """Return -1 (odd images, the stress image) for stresses with a component along ``d``."""
         return -1.0 if kinds.mirrored(self.geom, name, d) else 0.0
 
     def _setup(self) -> None:

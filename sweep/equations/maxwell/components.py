@@ -26,7 +26,7 @@ COMPONENTS = ("x", "y", "z")
 
 
 def levi_civita(a: str, b: str, c: str) -> int:
-    """The Levi-Civita symbol of three component names."""
+    """Return the Levi-Civita symbol of three component names."""
     if len({a, b, c}) < 3:
         return 0
     return 1 if a + b + c in ("xyz", "yzx", "zxy") else -1

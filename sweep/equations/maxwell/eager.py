@@ -64,7 +64,7 @@ class EagerMaxwell(EagerStaggered):
         return comp.memory_variables(self.geom.ndim)
 
     def held(self, name: str, d: int) -> bool:
-        """A perfect conductor holds tangential E at zero on its surface row."""
+        """Hold tangential E at zero on the surface row of a perfect conductor."""
         return name[0] == "e" and d not in self.stag[name]
 
     def mirror_sign(self, name: str, d: int) -> float:

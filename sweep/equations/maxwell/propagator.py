@@ -343,10 +343,10 @@ maxwell3d.__sweep_vjp__ = _vjp_of(maxwell3d)  # type: ignore[attr-defined]
 
 
 def prepare_tm2d(epsilon: Any, sigma: Any, mu: Any, **settings: Any) -> Call:
-    """Validation of :func:`tm2d`'s arguments (the registry's eager plan uses it)."""
+    """Validate :func:`tm2d`'s arguments (the registry's eager plan uses it)."""
     return _prepare(epsilon, sigma, mu, equation="tm2d", **settings)
 
 
 def prepare_maxwell3d(epsilon: Any, sigma: Any, mu: Any, **settings: Any) -> Call:
-    """Validation of :func:`maxwell3d`'s arguments (the registry's eager plan uses it)."""
+    """Validate :func:`maxwell3d`'s arguments (the registry's eager plan uses it)."""
     return _prepare(epsilon, sigma, mu, equation="maxwell3d", **settings)
