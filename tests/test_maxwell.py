@@ -139,6 +139,32 @@ def test_perfect_conductor_holds_tangential_e_and_mirrors():
         np.testing.assert_array_equal(hx[:, lo - k], hx[:, lo + k - 1])  # even, half a cell
 
 
+@pytest.mark.parametrize("face", [1, 2, 3])
+def test_conductor_on_every_face_is_the_top_one_turned(face):
+    """TM2D is symmetric under flips and the z <-> x transpose (ey is the same field)."""
+    models, rest = _problem("tm2d", nt=40, free_surface=True)
+    want = sweep.tm2d(*models, **rest).receivers
+    shape = models[0].shape
+    d, flip = divmod(face, 2)
+
+    def turn(m):
+        m = m[::-1] if flip else m
+        return np.ascontiguousarray(m.T if d else m)
+
+    def turn_loc(loc):
+        loc = loc.copy()
+        if flip:
+            loc[..., 0] = shape[0] - 1 - loc[..., 0]
+        return loc[..., ::-1].copy() if d else loc
+
+    free = [False] * 4
+    free[face] = True
+    got = sweep.tm2d(*(turn(m) for m in models), **dict(
+        rest, free_surface=tuple(free), source_locations=turn_loc(rest["source_locations"]),
+        receiver_locations=turn_loc(rest["receiver_locations"]))).receivers  # fmt: skip
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+
+
 # -- gradients ----------------------------------------------------------------------------
 
 
