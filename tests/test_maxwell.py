@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import sweep
+from sweep._callbacks import snapshots
 from sweep.equations.maxwell import components as comp
 from sweep.equations.maxwell.eager import EPS0, MU0
 from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
@@ -311,6 +312,11 @@ def test_callbacks_restart_and_snapshots():
     assert [s for s, _, _ in seen] == [0, 5, 10, 15]
     assert seen[0][1] == ["ey", "hx", "hz"]
     assert seen[-1][2] > 0
+    movie = snapshots(name="ey", view="inner")  # frames of the radargram's wavefield
+    sweep.tm2d(*models, **rest, forward_callback=movie, callback_frequency=5)
+    assert movie.steps == [0, 5, 10, 15]
+    assert movie.frames[-1].shape == (2, *models[0].shape)
+    assert 0 < np.abs(movie.frames[-1]).max() <= seen[-1][2]  # the model's part of the field
     with pytest.raises(ValueError, match="backward_callback"):
         sweep.tm2d(*models, **rest, backward_callback=lambda s: None)
     # Ten steps, then a restart from the state for the remaining ten.
