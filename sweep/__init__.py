@@ -17,6 +17,7 @@ from ._vjp import vjp
 from .acoustic import AcousticResult, acoustic
 from .equations.elastic import ElasticResult, elastic
 from .equations.lsrtm import LSRTMResult, lsrtm
+from .equations.maxwell import MaxwellResult, maxwell3d, tm2d
 from .equations.vrz import VRZResult, vrz
 
 __version__ = "0.1.0"
@@ -25,6 +26,7 @@ __all__ = [
     "AcousticResult",
     "ElasticResult",
     "LSRTMResult",
+    "MaxwellResult",
     "VRZResult",
     "__version__",
     "acoustic",
@@ -37,7 +39,9 @@ __all__ = [
     "elastic",
     "equations",
     "lsrtm",
+    "maxwell3d",
     "release_cached_memory",
+    "tm2d",
     "vjp",
     "vrz",
 ]

@@ -49,19 +49,30 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_scalar)(SWEEP_ADJ
                                  y, x, mask);
 }
 
-/* The functions of mask m (z: bit 0, y: bit 1, x: bit 2). */
+#if SWEEP_HAVE_VEC
+/* Behind the vector rows these take only what they leave (and every row with
+ * SWEEP_SIMD_ROWS=0): one function for all masks (cpu_rows.h).  Per mask
+ * they were half of the 3D order-8 unit's code. */
+SWEEP_DEFINE_ANY_MASK(fwd_scalar_row, fwd_scalar, (SWEEP_FWD_SCALAR_PARAMS), (SWEEP_FWD_SCALAR_ARGS))
+SWEEP_DEFINE_ANY_MASK(adj_scalar_row, adj_scalar, (SWEEP_ADJ_SCALAR_PARAMS), (SWEEP_ADJ_SCALAR_ARGS))
+#define SWEEP_SCALAR_ROW_(name, args, mask) SWEEP_FN(name)(SWEEP_UNWRAP_ args, mask)
+#else
+/* The rows themselves: one function per mask m (z: bit 0, y: bit 1, x: bit 2). */
 SWEEP_DEFINE_BY_MASK(fwd_scalar_row, fwd_scalar, (SWEEP_FWD_SCALAR_PARAMS), (SWEEP_FWD_SCALAR_ARGS))
 SWEEP_DEFINE_BY_MASK(adj_scalar_row, adj_scalar, (SWEEP_ADJ_SCALAR_PARAMS), (SWEEP_ADJ_SCALAR_ARGS))
+#define SWEEP_SCALAR_ROW_(name, args, mask) SWEEP_CALL_BY_MASK(name, mask, args)
+#endif
 
 static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row_scalar)(SWEEP_FWD_SCALAR_PARAMS,
                                                                            const int mask) {
-  if (x0 < x1) SWEEP_CALL_BY_MASK(fwd_scalar_row, mask, (SWEEP_FWD_SCALAR_ARGS))
+  if (x0 < x1) SWEEP_SCALAR_ROW_(fwd_scalar_row, (SWEEP_FWD_SCALAR_ARGS), mask);
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(adj_row_scalar)(SWEEP_ADJ_SCALAR_PARAMS,
                                                                            const int mask) {
-  if (x0 < x1) SWEEP_CALL_BY_MASK(adj_scalar_row, mask, (SWEEP_ADJ_SCALAR_ARGS))
+  if (x0 < x1) SWEEP_SCALAR_ROW_(adj_scalar_row, (SWEEP_ADJ_SCALAR_ARGS), mask);
 }
+#undef SWEEP_SCALAR_ROW_
 
 /* The forward rows of one field, x in [x0, x1), with a compile-time CPML axis
  * mask: the vector rows, then the scalar rows for what they leave; W^n goes

@@ -116,6 +116,17 @@ static inline int SWEEP_FN(row_mask)(const SWEEP_EQ_PARAMS *p, sweep_int z, swee
   SWEEP_BY_MASK_ONE_(name, body, params, args, 6)      \
   SWEEP_BY_MASK_ONE_(name, body, params, args, 7)
 
+/* One never-inlined function SWEEP_FN(name)(params..., mask) for every mask,
+ * the mask a run-time argument, calling body(args..., mask) with loop
+ * unswitching off, so the body compiles once and not once per mask: for rows
+ * that seldom run (segments shorter than a vector, cells next to an edge),
+ * where per-mask copies were most of a unit's code and compile time. */
+#define SWEEP_DEFINE_ANY_MASK(name, body, params, args)                           \
+  static __attribute__((noinline, optimize("no-unswitch-loops"))) void SWEEP_FN( \
+      name)(SWEEP_UNWRAP_ params, const int mask) {                              \
+    SWEEP_FN(body)(SWEEP_UNWRAP_ args, mask);                                    \
+  }
+
 /* Calls name##mask(args...) of a compile-time mask (the switch folds away). */
 #define SWEEP_CALL_BY_MASK(name, mask, args)            \
   switch (mask) {                                     \

@@ -96,8 +96,17 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_adj_point_rows)(
 /* One never-inlined function per CPML mask (cpu_rows.h says why). */
 SWEEP_DEFINE_BY_MASK(born_fwd_point_row, born_fwd_point_rows, (SWEEP_BORN_FWD_PARAMS),
                      (SWEEP_BORN_FWD_ARGS))
+#if SWEEP_HAVE_VEC
+/* The vector rows take the adjoint's segments; these take what they leave. */
+SWEEP_DEFINE_ANY_MASK(born_adj_point_row, born_adj_point_rows, (SWEEP_BORN_ADJ_PARAMS),
+                      (SWEEP_BORN_ADJ_ARGS))
+#define SWEEP_BORN_ADJ_POINT_ROW(mask) SWEEP_FN(born_adj_point_row)(SWEEP_BORN_ADJ_ARGS, mask)
+#else
 SWEEP_DEFINE_BY_MASK(born_adj_point_row, born_adj_point_rows, (SWEEP_BORN_ADJ_PARAMS),
                      (SWEEP_BORN_ADJ_ARGS))
+#define SWEEP_BORN_ADJ_POINT_ROW(mask) \
+  SWEEP_CALL_BY_MASK(born_adj_point_row, mask, (SWEEP_BORN_ADJ_ARGS))
+#endif
 
 /* ---- Rows of one field: acoustic's, then the scattering term ---- */
 
@@ -177,7 +186,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_adj_row)(
 #else
   (void)scratch;
 #endif
-  if (x0 < x1) SWEEP_CALL_BY_MASK(born_adj_point_row, mask, (SWEEP_BORN_ADJ_ARGS))
+  if (x0 < x1) SWEEP_BORN_ADJ_POINT_ROW(mask);
 }
 
 /* A whole row (z, y) of one shot (pointers offset to the shot): the x
@@ -241,6 +250,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_edge_row)(
 #undef SWEEP_BORN_FWD_ARGS
 #undef SWEEP_BORN_ADJ_PARAMS
 #undef SWEEP_BORN_ADJ_ARGS
+#undef SWEEP_BORN_ADJ_POINT_ROW
 
 /*
  * Snapshot correlation of one model row of n cells (gk, gd: the rows of

@@ -54,8 +54,8 @@ class ModelSpec:
         Argument name, e.g. ``"vp"``.
     constraint : str
         ``"positive"`` (velocities, impedances), ``"nonnegative"``
-        (conductivities) or ``"any"`` (signed perturbations); checked before
-        any compute.
+        (conductivities), ``"at_least_one"`` (relative permittivities) or
+        ``"any"`` (signed perturbations); checked before any compute.
     """
 
     name: str
@@ -104,7 +104,11 @@ class EquationSpec:
         What the compiled adjoint needs stored per step for the model
         gradient (documentation of the memory strategies' unit).
     reversible : bool
-        Whether the update can be run backwards in time (boundary saving).
+        Whether the update can be run backwards in time (boundary saving);
+        when False, boundary saving is refused before any compute and the
+        memory planner skips it.
+    irreversible : str
+        Why not (for the refusal's message), when ``reversible`` is False.
     problem : str or None
         ``"module:function"`` of ``random_models(shape, rng, dtype) -> dict``:
         a small random model of the equation for the contract tests
@@ -142,6 +146,7 @@ class EquationSpec:
     outputs: tuple[str, ...] = ("receivers",)
     snapshot: tuple[str, ...] = ("W",)
     reversible: bool = True
+    irreversible: str = ""
     problem: str | None = None
 
     @property
@@ -371,6 +376,55 @@ elastic_eager_plan = _eager_plan_of(
     "sweep.equations.elastic.propagator:_prepare", states=6,
 )  # fmt: skip
 
+tm2d_eager_plan = _eager_plan_of(
+    "tm2d", "sweep.equations.maxwell.eager:EagerMaxwell",
+    "sweep.equations.maxwell.propagator:prepare_tm2d", states=3,
+)  # fmt: skip
+maxwell3d_eager_plan = _eager_plan_of(
+    "maxwell3d", "sweep.equations.maxwell.eager:EagerMaxwell",
+    "sweep.equations.maxwell.propagator:prepare_maxwell3d", states=6,
+)  # fmt: skip
+
+_MAXWELL_OPTIONS = (
+    "accuracy",
+    "pml_width",
+    "free_surface",
+    "pml_freq",
+    "max_vel",
+    "nt",
+    "progress",
+    "forward_callback",
+    "backward_callback",
+    "callback_frequency",
+    "initial_state",
+    *MEMORY_OPTIONS,
+    "compute_precision",
+)
+
+
+def _maxwell(name: str, ndim: int, description: str, options: tuple[str, ...]) -> EquationSpec:
+    """Declare TM2D or 3D Maxwell (one code, two registry names)."""
+    e = ("ey",) if ndim == 2 else ("ex", "ey", "ez")
+    h = ("hx", "hz") if ndim == 2 else ("hx", "hy", "hz")
+    return EquationSpec(
+        name,
+        ndims=(ndim,),
+        models=("epsilon", "sigma", "mu"),
+        constraints=("at_least_one", "nonnegative", "positive"),
+        wavefields=(*e, *h, "m_*"),
+        sources=e,
+        receivers=e,
+        compiled=False,
+        entry=f"sweep.equations.maxwell:{name}",
+        eager_entry=f"sweep.equations:{name}_eager_plan",
+        options=options,
+        snapshot=(),
+        reversible=False,
+        irreversible="with sigma > 0 the semi-implicit loss term damps the fields",
+        problem="sweep.equations.maxwell.problem:random_models",
+        description=description,
+    )
+
 
 REGISTRY: dict[str, EquationSpec] = {
     "acoustic": EquationSpec(
@@ -434,6 +488,21 @@ REGISTRY: dict[str, EquationSpec] = {
         reversible=False,
         problem="sweep.equations.elastic.problem:random_models",
         description="isotropic elastic velocity-stress system on a staggered grid (2D/3D)",
+    ),
+    "tm2d": _maxwell(
+        "tm2d", 2, "Maxwell's equations, TM mode in 2D (E_y, H_x, H_z), for radar", _MAXWELL_OPTIONS
+    ),
+    "maxwell3d": _maxwell(
+        "maxwell3d",
+        3,
+        "Maxwell's equations in 3D on the Yee grid, for radar",
+        (
+            "source_component",
+            "receiver_component",
+            *_MAXWELL_OPTIONS,
+            "python_backend",
+            "experimental_cuda_graph",
+        ),
     ),
 }
 

@@ -38,6 +38,7 @@ import numpy as np
 from ... import _fd
 from ..._grid import Geometry
 from ..._points import PointTerms, group_terms
+from ..._staggered import valid_axis
 from . import kinds
 
 __all__ = ["Fibre", "helical_response", "kind_terms", "fibre_terms", "check_receivers"]
@@ -283,8 +284,9 @@ class _Rows:
         name = kinds.stress(self.axes[i], self.axes[j])
         if name not in self.shear:
             g = self.g
-            self.shear[name] = ([kinds.valid_axis(g, name, d) for d in (i, j)],
-                                [g.ghost_mirror(d, half=True) for d in (i, j)])  # fmt: skip
+            # Where the shear stress holds a value (its odd images included).
+            valid = [valid_axis(g, d, True, False, kinds.mirrored(g, name, d)) for d in (i, j)]
+            self.shear[name] = (valid, [g.ghost_mirror(d, half=True) for d in (i, j)])
         valid, mirrors = self.shear[name]
         spots = []
         for pi in (node[i] - 1, node[i]):
