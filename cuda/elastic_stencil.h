@@ -269,3 +269,31 @@ SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
     }
   }
 }
+
+/* Adjoint phase B's sum into the stresses at a halo cell q of a free face
+ * (the odd images the forward phase V read, which the adjoint then folds
+ * back onto their cells): taps outside the grid are skipped (the velocities
+ * there, and b, are zero), and every axis takes its C-PML form (A = 0 where
+ * there is none gives the plain one exactly). */
+SWEEP_HD void SWEEP_FN(el_adj_b_halo)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
+                                      const sweep_int *c) {
+  SWEEP_UNROLL
+  for (int a = 0; a < EL_ND; ++a) {
+    SWEEP_UNROLL
+    for (int b = 0; b < EL_ND; ++b) {
+      const int d = EL_A0 + b, F = EL_S(a, b), fw = a == b;
+      const sweep_int o = fw ? 0 : -1, s = e->st[d];
+      const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
+      SWEEP_R sum = 0;
+      for (int k = 1; k <= e->nh; ++k) {
+        const sweep_int o1 = -k - o, o2 = k - 1 - o;
+        const int in1 = c[d] + o1 >= 0 && c[d] + o1 < e->n[d];
+        const int in2 = c[d] + o2 >= 0 && c[d] + o2 < e->n[d];
+        const SWEEP_R d1 = in1 ? SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, c[d] + o1, 1) : 0;
+        const SWEEP_R d2 = in2 ? SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, c[d] + o2, 1) : 0;
+        sum = SWEEP_FMA(e->ws[k - 1], d1 - d2, sum);
+      }
+      e->f[F][q] = SWEEP_FMA(sum, e->rdx[d], e->f[F][q]);
+    }
+  }
+}

@@ -216,6 +216,33 @@ static void SWEEP_FN(el_images_axis)(const sweep_acoustic_params *p, SWEEP_R *u,
   }
 }
 
+/* Adjoint phase B on the halo cells of the free faces of the shot at off,
+ * whose stresses (odd images) the forward phase V read: the rows cover the
+ * interior only. */
+static void SWEEP_FN(el_adj_b_images)(const sweep_acoustic_params *p,
+                                      const SWEEP_FN(el_ctx_t) * base, sweep_int off) {
+  const sweep_int h = p->halo;
+  const SWEEP_FN(el_ctx_t) e = SWEEP_FN(el_shot)(base, off);
+  for (sweep_int z = 0; z < p->shape[0]; ++z)
+    for (sweep_int y = 0; y < p->shape[1]; ++y) {
+      const sweep_int c0[2] = {z, y};
+      int row_ghost = 0, row_halo = 0;
+      for (int d = EL_A0; d < 2; ++d) {
+        row_halo |= c0[d] < h || c0[d] >= p->shape[d] - h;
+        row_ghost |= (p->free_lo[d] && c0[d] < h) || (p->free_hi[d] && c0[d] >= p->shape[d] - h);
+      }
+      for (sweep_int x = 0; x < p->shape[2]; ++x) {
+        if (!row_halo && x == h) x = p->shape[2] - h; /* skip the interior */
+        if (x >= p->shape[2]) break;
+        const int ghost = row_ghost || (p->free_lo[2] && x < h) ||
+                          (p->free_hi[2] && x >= p->shape[2] - h);
+        if (!ghost) continue;
+        const sweep_int c[3] = {z, y, x};
+        SWEEP_FN(el_adj_b_halo)(&e, z * p->stride[0] + y * p->stride[1] + x, c);
+      }
+    }
+}
+
 /* The images of every stress field of the shot at off (axes in order
  * forward, reversed adjoint). */
 static void SWEEP_FN(el_images)(const sweep_acoustic_params *p, SWEEP_R *const *fields,
@@ -268,7 +295,12 @@ static void SWEEP_FN(el_adj_points)(const sweep_acoustic_params *p, const sweep_
       if ((F < EL_ND) == vel) e->f[F][off + j - F * ss] += res[(shot * p->n_rec + r) * p->nt + t];
     }
   }
-  if (!vel) SWEEP_FN(el_images)(p, e->f, off, 1);
+  int free = 0;
+  for (int d = 0; d < 3; ++d) free |= p->free_lo[d] || p->free_hi[d];
+  if (!vel && free) {
+    SWEEP_FN(el_adj_b_images)(p, e, off);
+    SWEEP_FN(el_images)(p, e->f, off, 1);
+  }
   const sweep_int ts = vel ? t : t - 1;
   if (ts < 0 || !p->n_src) return;
   const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
