@@ -399,7 +399,6 @@ REGISTRY: dict[str, EquationSpec] = {
         wavefields=("vz", "vy", "vx", "szz", "syy", "sxx", "syz", "sxz", "sxy", "m_*"),
         sources=("fz", "fy", "fx", "p"),
         receivers=("vz", "vy", "vx", "p", "szz", "syy", "sxx", "syz", "sxz", "sxy"),
-        compiled=False,
         entry="sweep.equations.elastic:elastic",
         eager_entry="sweep.equations:elastic_eager_plan",
         options=(
@@ -411,14 +410,17 @@ REGISTRY: dict[str, EquationSpec] = {
             "pml_freq",
             "max_vel",
             "nt",
+            "n_threads",
             "progress",
             "forward_callback",
+            "backward_callback",
             "callback_frequency",
             "initial_state",
+            *MEMORY_OPTIONS,
         ),
-        snapshot=(),
-        # The update runs backwards in the interior, but boundary saving needs the
-        # compiled stepper, which elastic does not have yet.
+        snapshot=("D_v", "D_jj", "D_ab + D_ba"),
+        # The interior update runs backwards, but the compiled stepper has no
+        # boundary saving yet (band saves of every field, CPML replay).
         reversible=False,
         problem="sweep.equations.elastic.problem:random_models",
         description="isotropic elastic velocity-stress system on a staggered grid (2D/3D)",

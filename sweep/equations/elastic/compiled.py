@@ -21,6 +21,7 @@ reversible (no boundary saving yet).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -156,8 +157,10 @@ class CompiledElastic(CompiledStepper):
                  source_kind: tuple[str, ...], receiver_kind: tuple[str, ...]) -> None:  # fmt: skip
         super().__init__(geom, xp, dtype, n_threads)
         nd = geom.ndim
-        self.eager = EagerElastic.build(geom, np.zeros(geom.model_shape, dtype=self.dtype),
-                                        source_kind=source_kind, receiver_kind=receiver_kind)  # fmt: skip
+        like = np.zeros(geom.model_shape, dtype=self.dtype)
+        self.eager = EagerElastic.build(
+            geom, like, source_kind=source_kind, receiver_kind=receiver_kind
+        )
         self.n_fields = len(kinds.fields(nd))
         self.n_coefficients = nd + nd * nd + (1 if nd == 2 else 3)
         self.src_idx, self.src_w = point_terms(
@@ -240,13 +243,13 @@ class CompiledElastic(CompiledStepper):
         return self.zeros(g.n_shots, self.n_src_terms, g.nt)
 
     def kernel_coefficients(self, vp: Any, vs: Any, rho: Any) -> list[Any]:
-        """The kernels' coefficients from NumPy models (:func:`coefficient_arrays`)."""
+        """Return the kernels' coefficients from NumPy models (:func:`coefficient_arrays`)."""
         arrays = coefficient_arrays(self.eager, np, vp, vs, rho)
         return [self.copy_field(np.asarray(x, dtype=self.dtype), 40 + k)
                 for k, x in enumerate(arrays)]  # fmt: skip
 
     def state_dict(self, state: ElasticState, like: Any, memory: bool = True) -> dict[str, Any]:
-        """The fields (and C-PML memory variables) of ``state``, padded, in ``like``'s library."""
+        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library."""
         from ..._xp import from_kernel_array
 
         nd = self.geom.ndim
@@ -264,28 +267,36 @@ class CompiledElastic(CompiledStepper):
     # -- the hooks of CompiledStepper -----------------------------------------------
     @property
     def _constants(self) -> dict[str, Any]:  # type: ignore[override]
-        if not hasattr(self, "_elastic_constants"):
-            g = self.geom
-            p = g.params()
-            p["n_src"], p["n_rec"] = self.n_src_terms, self.n_rec_terms
-            dt = self.dtype
-            half = [tuple(self.kernel_input(x.astype(dt), name="CPML profile") for x in ab)
-                    for ab in g.pml_profiles_half]  # fmt: skip
-            self._elastic_constants = {
-                "params": p,
-                "pml": [tuple(self.kernel_input(x.astype(dt), name="CPML profile") for x in ab)
-                        for ab in g.pml_profiles],  # fmt: skip
-                "pml_half": half,
-                "wv": [[self.kernel_input(w, name="weights") for w in per]
-                       for per in velocity_weights(self.eager, dt)],  # fmt: skip
-                "ws": self.kernel_input(np.array(self.eager.cs[: g.halo], dtype=dt), name="ws"),
-                "src_idx": self.kernel_input(self.src_idx, name="source_locations",
-                                             dtype=np.int64) if g.n_src else None,  # fmt: skip
-                "rec_idx": self.kernel_input(self.rec_idx, name="receiver_locations",
-                                             dtype=np.int64) if g.n_rec else None,  # fmt: skip
-                "rec_groups": None,
-            }
+        """Arrays and parameters every kernel call passes (the point terms' counts and indices)."""
         return self._elastic_constants
+
+    @functools.cached_property
+    def _elastic_constants(self) -> dict[str, Any]:
+        g, dt = self.geom, self.dtype
+        p = g.params()
+        p["n_src"], p["n_rec"] = self.n_src_terms, self.n_rec_terms
+
+        def profiles(per_axis: Any) -> list[tuple[Any, Any]]:
+            return [
+                (self.kernel_input(a.astype(dt), name="CPML profile"),
+                 self.kernel_input(b.astype(dt), name="CPML profile"))
+                for a, b in per_axis
+            ]  # fmt: skip
+
+        def index(x: np.ndarray, n: int, name: str) -> Any:
+            return self.kernel_input(x, name=name, dtype=np.int64) if n else None
+
+        weights = velocity_weights(self.eager, dt)
+        return {
+            "params": p,
+            "pml": profiles(g.pml_profiles),
+            "pml_half": profiles(g.pml_profiles_half),
+            "wv": [[self.kernel_input(w, name="weights") for w in per] for per in weights],
+            "ws": self.kernel_input(np.array(self.eager.cs[: g.halo], dtype=dt), name="ws"),
+            "src_idx": index(self.src_idx, g.n_src, "source_locations"),
+            "rec_idx": index(self.rec_idx, g.n_rec, "receiver_locations"),
+            "rec_groups": None,
+        }
 
     def _set_coefficients(self, f: _Fields, coeffs: list[Any], *, adjoint: bool) -> None:
         c = self._constants
@@ -341,7 +352,7 @@ def velocity_weights(eager: EagerElastic, dtype: Any) -> list[list[np.ndarray]]:
 
 
 def coefficient_arrays(eager: EagerElastic, xp: Any, vp: Any, vs: Any, rho: Any) -> list[Any]:
-    """The kernels' coefficients: the eager path's, times the live mask of each field.
+    """Return the kernels' coefficients: the eager path's times the live mask of each field.
 
     In the kernels' order: ``dt b_a`` per velocity, ``dt C_ij`` (row-major),
     ``dt mu_ab`` per shear stress; padded, without a shot axis.  ``xp`` is

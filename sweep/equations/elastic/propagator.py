@@ -278,11 +278,11 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[ElasticResult, Any]:
 
 
 def _compiled_vjp(call: Call) -> tuple[ElasticResult, Callable[[Any], dict[str, Any]]]:
-    """The compiled forward pass and the pullback of its hand-written adjoint."""
+    """Run the compiled forward pass; return it and the pullback of the hand-written adjoint."""
     from .compiled import model_gradients
 
     result, (engine, tape, models) = _run_compiled(call, gradient=True)
-    like = call.models["vp"]
+    like, g = call.models["vp"], call.geom
     shape, dtype = tuple(result.receivers.shape), val.dtype_name(result.receivers)
     source = call.amp is not None
 
@@ -291,9 +291,20 @@ def _compiled_vjp(call: Call) -> tuple[ElasticResult, Callable[[Any], dict[str, 
         d = engine.kernel_input(d_receivers, name="the receiver cotangent")
         d_terms = np.ascontiguousarray(np.einsum("sck,sct->skt", engine.rec_w, d),
                                        dtype=engine.dtype)  # fmt: skip
-        stepper = _callbacks.wrap(engine, call.callbacks)
+
+        def fields(adj: Any) -> dict[str, Any]:
+            return engine.state_dict(adj, like, memory=False)
+
+        def so_far(adj: Any) -> dict[str, Any]:
+            k = tape.plan.interval
+            g = tuple(x * k for x in engine.finish_gradient(adj, tape.coeffs))
+            grads = model_gradients(engine, g, *models)
+            return {name: from_kernel_array(x, like) for name, x in grads.items()}
+
+        event = _callbacks.backward_event(call.callbacks, g, call.models, fields, so_far)
+        stepper = _callbacks.wrap(engine, call.callbacks, backward=event)
         g_model, g_src = _memory.backward(
-            stepper, tape, d_terms, model=True, source=source and call.geom.n_src > 0,
+            stepper, tape, d_terms, model=True, source=source and g.n_src > 0,
             progress=call.progress,
         )  # fmt: skip
         grads = {} if g_model is None else dict(model_gradients(engine, g_model, *models))
@@ -309,4 +320,19 @@ def _compiled_vjp(call: Call) -> tuple[ElasticResult, Callable[[Any], dict[str, 
     return result, pullback
 
 
+def _estimate_memory(*args: Any, **kwargs: Any) -> _memory.MemoryEstimate:
+    """:func:`sweep.estimate_memory` of a :func:`sweep.elastic` call."""
+    from ..._api import memory_estimate_of
+    from .compiled import CompiledElastic
+
+    def stepper(geom: Geometry, xp: Any, dtype: Any) -> CompiledElastic:
+        bound = inspect.signature(elastic).bind(*args, **kwargs)
+        bound.apply_defaults()
+        call = _prepare(**bound.arguments)
+        return CompiledElastic(geom, xp, dtype, **call.extra)
+
+    return memory_estimate_of(elastic, _prepare, stepper, args, kwargs, eager_states=6)
+
+
 elastic.__sweep_vjp__ = _elastic_vjp  # type: ignore[attr-defined]
+elastic.__sweep_memory__ = _estimate_memory  # type: ignore[attr-defined]
