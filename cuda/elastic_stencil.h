@@ -4,8 +4,9 @@
  * definition of the arithmetic for the C/OpenMP kernels
  * (sweep_cy/elastic_cpu_impl.h); the discrete operator is the eager
  * reference's (sweep/equations/elastic/eager.py, docs/elastic.md).  The
- * order is a run-time value (e->nh taps per side), so one specialisation per
- * (ndim, dtype) serves every order.
+ * order is an argument of the point functions (nh taps per side): a literal
+ * in the CPU's plain rows (unrolled), e->nh elsewhere, so one specialisation
+ * per (ndim, dtype) serves every order.
  *
  * Indices (model axes a, b = 0 .. ND-1 in the order z, (y,) x; kernel axis
  * d = SWEEP_FIRST_AXIS + a): fields v_a = a, s_aa = ND + a, s_ab = 2 ND +
@@ -99,7 +100,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_stretch)(SWEEP_R *m, const SWEEP_R *A, const SWEEP_
 /* Phase V at cell i (coordinates c): the velocities; W (or NULL) receives
  * the snapshot values sum_b D_ab at W[a * pitch]. */
 SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
-                                 const sweep_int *c, const int mask, SWEEP_R *W,
+                                 const sweep_int *c, const int mask, const int nh, SWEEP_R *W,
                                  sweep_int pitch) {
   SWEEP_UNROLL
   for (int a = 0; a < EL_ND; ++a) {
@@ -107,7 +108,7 @@ SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, F = EL_S(a, b), fw = a == b;
-      SWEEP_R D = SWEEP_FN(el_diff)(e->f[F] + i, e->st[d], fw, e->ws, 1, e->nh) * e->rdx[d];
+      SWEEP_R D = SWEEP_FN(el_diff)(e->f[F] + i, e->st[d], fw, e->ws, 1, nh) * e->rdx[d];
       if (mask & (1 << d))
         D = SWEEP_FN(el_stretch)(e->m[F][d] + i, fw ? e->pah[d] : e->pa[d],
                                  fw ? e->pbh[d] : e->pb[d], c[d], D);
@@ -121,7 +122,7 @@ SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
 /* Phase S at cell i: the stresses; W receives D_jj (values ND + j) and
  * D_ab + D_ba (values 2 ND + pair). */
 SWEEP_HD void SWEEP_FN(el_fwd_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
-                                 const sweep_int *c, const int mask, SWEEP_R *W,
+                                 const sweep_int *c, const int mask, const int nh, SWEEP_R *W,
                                  sweep_int pitch) {
   SWEEP_R D[3][3];
   SWEEP_UNROLL
@@ -130,7 +131,7 @@ SWEEP_HD void SWEEP_FN(el_fwd_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, fw = j != b;
       SWEEP_R x = SWEEP_FN(el_diff)(e->f[j] + i, e->st[d], fw, e->wv[d][fw] + c[d], e->n[d],
-                                    e->nh) * e->rdx[d];
+                                    nh) * e->rdx[d];
       if (mask & (1 << d))
         x = SWEEP_FN(el_stretch)(e->m[j][d] + i, fw ? e->pah[d] : e->pa[d],
                                  fw ? e->pbh[d] : e->pb[d], c[d], x);
@@ -168,7 +169,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_gbar_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int 
 
 /* Adjoint phase A (of S) at velocity cell q. */
 SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
-                                 const sweep_int *c, const int mask) {
+                                 const sweep_int *c, const int mask, const int nh) {
   SWEEP_UNROLL
   for (int j = 0; j < EL_ND; ++j) {
     /* The lagged P of the stress derivatives that v_j's update read. */
@@ -191,7 +192,7 @@ SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
       const SWEEP_R *P = e->m[j][d];
       const int cpml = mask & (1 << d);
       SWEEP_R sum = 0;
-      for (int k = 1; k <= e->nh; ++k) {
+      for (int k = 1; k <= nh; ++k) {
         /* The stress cells whose difference reads v_j at q: + at q - k - o, - at q + k - 1 - o. */
         const sweep_int o1 = -k - o, o2 = k - 1 - o;
         SWEEP_R d1 = SWEEP_FN(el_gbar_v)(e, q + o1 * s, j, b);
@@ -220,8 +221,8 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_dbar_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int 
 /* Adjoint phase B (of V) at stress cell q; st (or NULL): the snapshot of
  * the step at this cell, value v at st[v * vs]. */
 SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
-                                 const sweep_int *c, const int mask, const SWEEP_R *st,
-                                 sweep_int vs) {
+                                 const sweep_int *c, const int mask, const int nh,
+                                 const SWEEP_R *st, sweep_int vs) {
   if (st) {
     SWEEP_UNROLL
     for (int a = 0; a < EL_ND; ++a) {
@@ -259,7 +260,7 @@ SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
       const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
       const int cpml = mask & (1 << d);
       SWEEP_R sum = 0;
-      for (int k = 1; k <= e->nh; ++k) {
+      for (int k = 1; k <= nh; ++k) {
         const sweep_int o1 = -k - o, o2 = k - 1 - o;
         const SWEEP_R d1 = SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, c[d] + o1, cpml);
         const SWEEP_R d2 = SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, c[d] + o2, cpml);

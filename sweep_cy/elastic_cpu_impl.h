@@ -77,76 +77,111 @@ static inline SWEEP_FN(el_ctx_t) SWEEP_FN(el_shot)(const SWEEP_FN(el_ctx_t) * ba
 #define EL_ROW_ARGS e, wrow, st, vs, base, z, y, x0, x1
 
 static inline __attribute__((always_inline)) void SWEEP_FN(el_fwd_v_cells)(EL_ROW_PARAMS,
-                                                                           const int mask) {
+                                                                           const int mask,
+                                                                           const int nh) {
   (void)st, (void)vs;
   const sweep_int pitch = e->n[2];
   if (wrow) {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
       const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_fwd_v)(e, base + x, c, mask, wrow + x, pitch);
+      SWEEP_FN(el_fwd_v)(e, base + x, c, mask, nh, wrow + x, pitch);
     }
   } else {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
       const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_fwd_v)(e, base + x, c, mask, NULL, pitch);
+      SWEEP_FN(el_fwd_v)(e, base + x, c, mask, nh, NULL, pitch);
     }
   }
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(el_fwd_s_cells)(EL_ROW_PARAMS,
-                                                                           const int mask) {
+                                                                           const int mask,
+                                                                           const int nh) {
   (void)st, (void)vs;
   const sweep_int pitch = e->n[2];
   if (wrow) {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
       const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_fwd_s)(e, base + x, c, mask, wrow + x, pitch);
+      SWEEP_FN(el_fwd_s)(e, base + x, c, mask, nh, wrow + x, pitch);
     }
   } else {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
       const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_fwd_s)(e, base + x, c, mask, NULL, pitch);
+      SWEEP_FN(el_fwd_s)(e, base + x, c, mask, nh, NULL, pitch);
     }
   }
 }
 
 static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_cells)(EL_ROW_PARAMS,
-                                                                           const int mask) {
+                                                                           const int mask,
+                                                                           const int nh) {
   (void)wrow, (void)st, (void)vs;
 #pragma omp simd
   for (sweep_int x = x0; x < x1; ++x) {
     const sweep_int c[3] = {z, y, x};
-    SWEEP_FN(el_adj_a)(e, base + x, c, mask);
+    SWEEP_FN(el_adj_a)(e, base + x, c, mask, nh);
   }
 }
 
 /* st: the row's snapshot, value 0 of cell x at st[x] (or NULL). */
 static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_ROW_PARAMS,
-                                                                           const int mask) {
+                                                                           const int mask,
+                                                                           const int nh) {
   (void)wrow;
   if (st) {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
       const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_adj_b)(e, base + x, c, mask, st + x, vs);
+      SWEEP_FN(el_adj_b)(e, base + x, c, mask, nh, st + x, vs);
     }
   } else {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
       const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_adj_b)(e, base + x, c, mask, NULL, vs);
+      SWEEP_FN(el_adj_b)(e, base + x, c, mask, nh, NULL, vs);
     }
   }
 }
 
-SWEEP_DEFINE_BY_MASK(el_fwd_v_row, el_fwd_v_cells, (EL_ROW_PARAMS), (EL_ROW_ARGS))
-SWEEP_DEFINE_BY_MASK(el_fwd_s_row, el_fwd_s_cells, (EL_ROW_PARAMS), (EL_ROW_ARGS))
-SWEEP_DEFINE_BY_MASK(el_adj_a_row, el_adj_a_cells, (EL_ROW_PARAMS), (EL_ROW_ARGS))
-SWEEP_DEFINE_BY_MASK(el_adj_b_row, el_adj_b_cells, (EL_ROW_PARAMS), (EL_ROW_ARGS))
+/* The rows of every kind: with the CPML (mask != 0) the order is the
+ * run-time e->nh, one function per mask; the plain rows, where the time
+ * goes, one function per order (nh a literal: the taps unroll). */
+#define EL_KIND(kind)                                                                        \
+  static inline __attribute__((always_inline)) void SWEEP_FN(el_##kind##_any)(EL_ROW_PARAMS, \
+                                                                             const int mask) { \
+    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, e->nh);                                   \
+  }                                                                                          \
+  SWEEP_DEFINE_BY_MASK(el_##kind##_row, el_##kind##_any, (EL_ROW_PARAMS), (EL_ROW_ARGS))      \
+  EL_PLAIN_(kind, 1) EL_PLAIN_(kind, 2) EL_PLAIN_(kind, 3) EL_PLAIN_(kind, 4)
+#define EL_PLAIN_(kind, nh)                                                              \
+  static __attribute__((noinline)) void SWEEP_FN(el_##kind##_plain##nh)(EL_ROW_PARAMS) { \
+    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, 0, nh);                                     \
+  }
+EL_KIND(fwd_v)
+EL_KIND(fwd_s)
+EL_KIND(adj_a)
+EL_KIND(adj_b)
+#undef EL_KIND
+#undef EL_PLAIN_
+
+/* Cells [x0, x1) of kind's row with mask m (a literal). */
+#define EL_CALL_(kind, m, args)                                \
+  do {                                                         \
+    if ((m) == 0) {                                            \
+      switch (e->nh) {                                         \
+        case 1: SWEEP_FN(el_##kind##_plain1) args; break;      \
+        case 2: SWEEP_FN(el_##kind##_plain2) args; break;      \
+        case 3: SWEEP_FN(el_##kind##_plain3) args; break;      \
+        default: SWEEP_FN(el_##kind##_plain4) args; break;     \
+      }                                                        \
+    } else {                                                   \
+      SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)             \
+    }                                                          \
+  } while (0)
 
 /* Row (z, y) of one shot in one phase: kind 0/1 forward V/S (wr: the row's
  * snapshot values, or NULL), 2/3 adjoint A/B (st: the row's snapshot from
@@ -161,13 +196,13 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
 #define EL_ROW(x0, x1, m)                                                                   \
   if ((x0) < (x1)) {                                                                        \
     if (kind == 0)                                                                          \
-      SWEEP_CALL_BY_MASK(el_fwd_v_row, m, (e, wr, sx, vs, base, z, y, x0, x1))              \
+      EL_CALL_(fwd_v, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
     else if (kind == 1)                                                                     \
-      SWEEP_CALL_BY_MASK(el_fwd_s_row, m, (e, wr, sx, vs, base, z, y, x0, x1))              \
+      EL_CALL_(fwd_s, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
     else if (kind == 2)                                                                     \
-      SWEEP_CALL_BY_MASK(el_adj_a_row, m, (e, wr, sx, vs, base, z, y, x0, x1))              \
+      EL_CALL_(adj_a, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
     else                                                                                    \
-      SWEEP_CALL_BY_MASK(el_adj_b_row, m, (e, wr, sx, vs, base, z, y, x0, x1))              \
+      EL_CALL_(adj_b, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
   }
 #define EL_SEGMENTS(m) SWEEP_ROW_IN_ORDER(EL_ROW, m, (void)0)
   SWEEP_MASK_SWITCH(outer, EL_SEGMENTS)
