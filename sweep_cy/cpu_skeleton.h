@@ -85,6 +85,9 @@
  *                     values, or NULL when out of memory), in scope of the
  *                     row hooks of both loops (default 0: none); for rows
  *                     that pass per-cell values from one sweep to the next.
+ *   SWEEP_EQ_PHASES   half-step phases per time step (default 1).  More than
+ *                     one selects the phased loops of cpu_phased.h (which
+ *                     lists their hooks) in place of the drivers below.
  *   SWEEP_EQ_BLOCKING 1: forward steps that store nothing may be blocked in
  *                     time (cpu_blocking.h).  Only for one leapfrog stage per
  *                     step, of reach SWEEP_H, that writes step n + 1 over the
