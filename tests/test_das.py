@@ -346,3 +346,19 @@ def test_plot_das_gather():
     with pytest.raises(ValueError, match="channels but the fibre has"):
         plot_das_gather(data[:2], 1e-3, fibre)
     ax.figure.clf()
+
+
+def test_das_receivers_run_eager_until_the_kernels_take_them():
+    """impl=None picks the eager path for DAS receivers; impl='c' says so before any compute."""
+    nz, nx, h, dt, nt = 20, 24, 5.0, 8e-4, 30
+    models = _homogeneous((nz, nx))
+    kw = dict(source_amplitudes=ricker(25.0, nt, dt, 0.02)[None, None],
+              source_locations=np.array([[[8, 10]]]), receiver_locations=np.array([[[12, 12]]]),
+              pml_width=6)  # fmt: skip
+    plain = sweep.elastic(*models, h, dt, receiver_kind="vz", **kw)
+    assert plain.impl == "c"
+    strain = sweep.elastic(*models, h, dt, receiver_kind="ezz", **kw)
+    assert strain.impl == "eager"
+    for das_kw in ({"receiver_kind": "ezz"}, {"receiver_kind": "exz", "quantity": "strain"}):
+        with pytest.raises(ValueError, match=r"impl='c' cannot run this call: its kernels do not"):
+            sweep.elastic(*models, h, dt, impl="c", **kw, **das_kw)

@@ -109,6 +109,11 @@ class EquationSpec:
         memory planner skips it.
     irreversible : str
         Why not (for the refusal's message), when ``reversible`` is False.
+    compiled_refusal : str or None
+        ``"module:function"`` of ``refusal(settings) -> str | None``: why the
+        compiled kernels cannot run a call with these keyword settings (the
+        call then runs eager under ``impl=None``, and ``impl="c"`` raises
+        with that reason); None: they run every call.
     problem : str or None
         ``"module:function"`` of ``random_models(shape, rng, dtype) -> dict``:
         a small random model of the equation for the contract tests
@@ -147,6 +152,7 @@ class EquationSpec:
     snapshot: tuple[str, ...] = ("W",)
     reversible: bool = True
     irreversible: str = ""
+    compiled_refusal: str | None = None
     problem: str | None = None
 
     @property
@@ -171,6 +177,25 @@ class EquationSpec:
         if self.eager_entry is None:
             raise NotImplementedError(f"equation {self.name!r} has no eager implementation")
         return _load(self.eager_entry)
+
+    def impl_for(self, impl: str | None, settings: dict[str, Any]) -> str | None:
+        """Return the impl to request for a call with keyword ``settings``.
+
+        ``impl`` unchanged, except where the compiled kernels cannot run these
+        settings (:attr:`compiled_refusal`): then ``"eager"`` for None/"auto",
+        and a ``ValueError`` with the reason for ``"c"``.
+        """
+        if not self.compiled or self.compiled_refusal is None or impl == "eager":
+            return impl
+        reason = _load(self.compiled_refusal)(settings)
+        if reason is None:
+            return impl
+        if impl == "c":
+            raise ValueError(
+                f"sweep.{self.name} impl='c' cannot run this call: {reason}; use impl='eager' "
+                "(or impl=None, which picks it)"
+            )
+        return "eager"
 
     def option_defaults(self) -> dict[str, Any]:
         """Default value of each option, read from the propagator's signature."""
@@ -462,8 +487,8 @@ REGISTRY: dict[str, EquationSpec] = {
             *("vz", "vy", "vx", "p", "szz", "syy", "sxx", "syz", "sxz", "sxy"),
             *("ezz", "eyy", "exx", "eyz", "exz", "exy"),
         ),
-        compiled=False,
         entry="sweep.equations.elastic:elastic",
+        compiled_refusal="sweep.equations.elastic.propagator:compiled_refusal",
         eager_entry="sweep.equations:elastic_eager_plan",
         options=(
             "source_kind",
@@ -477,14 +502,17 @@ REGISTRY: dict[str, EquationSpec] = {
             "pml_freq",
             "max_vel",
             "nt",
+            "n_threads",
             "progress",
             "forward_callback",
+            "backward_callback",
             "callback_frequency",
             "initial_state",
+            *MEMORY_OPTIONS,
         ),
-        snapshot=(),
-        # The update runs backwards in the interior, but boundary saving needs the
-        # compiled stepper, which elastic does not have yet.
+        snapshot=("D_v", "D_jj", "D_ab + D_ba"),
+        # The interior update runs backwards, but the compiled stepper has no
+        # boundary saving yet (band saves of every field, CPML replay).
         reversible=False,
         problem="sweep.equations.elastic.problem:random_models",
         description="isotropic elastic velocity-stress system on a staggered grid (2D/3D)",

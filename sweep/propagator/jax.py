@@ -135,7 +135,7 @@ class PropJax:
             if impl == "c":
                 raise ValueError(f"equation {self.spec.name!r} has no compiled implementation")
             impl = "eager"
-        self.impl = resolve_impl(impl)
+        self.impl = resolve_impl(self.spec.impl_for(impl, self.settings))
         self.use_ckpt = use_ckpt is not False
         self.ckpt_chunks = ckpt_chunks
         self._runners: dict[tuple, Any] = {}

@@ -282,7 +282,7 @@ class PropTorch(torch.nn.Module):
         wanted, eager_options, cuda_options = select(
             self.spec, backend, impl, eager_options, cuda_options, backend_options, use_ckpt
         )
-        self.impl = resolve_impl(wanted)
+        self.impl = resolve_impl(self.spec.impl_for(wanted, self.settings))
         self.eager_options = eager_options or EagerOptions()
         self.cuda_options = cuda_options or CUDAOptions()
         self.memory = self.cuda_options.memory
