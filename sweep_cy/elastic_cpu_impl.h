@@ -76,45 +76,29 @@ static inline SWEEP_FN(el_ctx_t) SWEEP_FN(el_shot)(const SWEEP_FN(el_ctx_t) * ba
       sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
 #define EL_ROW_ARGS e, wrow, st, vs, base, z, y, x0, x1
 
-static inline __attribute__((always_inline)) void SWEEP_FN(el_fwd_v_cells)(EL_ROW_PARAMS,
-                                                                           const int mask,
-                                                                           const int nh) {
-  (void)st, (void)vs;
-  const sweep_int pitch = e->n[2];
-  if (wrow) {
-#pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x) {
-      const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_fwd_v)(e, base + x, c, mask, nh, wrow + x, pitch);
-    }
-  } else {
-#pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x) {
-      const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_fwd_v)(e, base + x, c, mask, nh, NULL, pitch);
-    }
+/* The forward cells of one phase (point: el_fwd_v or el_fwd_s), each cell's
+ * snapshot values to wrow + x, pitch apart, when wrow is not NULL. */
+#define EL_FWD_CELLS_(name, point)                                                          \
+  static inline __attribute__((always_inline)) void SWEEP_FN(name)(EL_ROW_PARAMS,          \
+                                                                   const int mask,         \
+                                                                   const int nh) {         \
+    (void)st, (void)vs;                                                                    \
+    const sweep_int pitch = e->n[2];                                                       \
+    if (wrow) {                                                                            \
+      _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
+        const sweep_int c[3] = {z, y, x};                                                  \
+        SWEEP_FN(point)(e, base + x, c, mask, nh, wrow + x, pitch);                        \
+      }                                                                                    \
+    } else {                                                                               \
+      _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
+        const sweep_int c[3] = {z, y, x};                                                  \
+        SWEEP_FN(point)(e, base + x, c, mask, nh, NULL, pitch);                            \
+      }                                                                                    \
+    }                                                                                      \
   }
-}
-
-static inline __attribute__((always_inline)) void SWEEP_FN(el_fwd_s_cells)(EL_ROW_PARAMS,
-                                                                           const int mask,
-                                                                           const int nh) {
-  (void)st, (void)vs;
-  const sweep_int pitch = e->n[2];
-  if (wrow) {
-#pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x) {
-      const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_fwd_s)(e, base + x, c, mask, nh, wrow + x, pitch);
-    }
-  } else {
-#pragma omp simd
-    for (sweep_int x = x0; x < x1; ++x) {
-      const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_fwd_s)(e, base + x, c, mask, nh, NULL, pitch);
-    }
-  }
-}
+EL_FWD_CELLS_(el_fwd_v_cells, el_fwd_v)
+EL_FWD_CELLS_(el_fwd_s_cells, el_fwd_s)
+#undef EL_FWD_CELLS_
 
 static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_cells)(EL_ROW_PARAMS,
                                                                            const int mask,
