@@ -55,10 +55,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
       for (int k = 0; k < SWEEP_EQ_PHASES; ++k) {
 #pragma omp for schedule(static)
         for (sweep_int item = 0; item < n_items; ++item) {
-          const sweep_int shot = item / n_tiles;
-          const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
-          const sweep_int y1 =
-              y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+          SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
           const sweep_int off = shot * ss;
           SWEEP_EQ_FWD_SHOT(f, off);
           for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
@@ -115,10 +112,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
       for (int k = SWEEP_EQ_PHASES - 1; k >= 0; --k) {
 #pragma omp for schedule(static)
         for (sweep_int item = 0; item < n_items; ++item) {
-          const sweep_int shot = item / n_tiles;
-          const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
-          const sweep_int y1 =
-              y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+          SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
           const sweep_int off = shot * ss;
           SWEEP_EQ_ADJ_SHOT(f, off);
           for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {

@@ -302,6 +302,11 @@ static inline void SWEEP_FN(copy_outer_row)(const SWEEP_EQ_PARAMS *p, SWEEP_R *d
  * z so the planes a 3D stencil reads stay in cache. */
 #define SWEEP_TILE_Y 8
 #define SWEEP_N_TILES(p) (((p)->shape[1] - 2 * SWEEP_H + SWEEP_TILE_Y - 1) / SWEEP_TILE_Y)
+/* Declares the shot and the rows [y0, y1) of work item `item` (p and h in scope). */
+#define SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1)                                      \
+  const sweep_int shot = (item) / (n_tiles);                                              \
+  const sweep_int y0 = h + ((item) % (n_tiles)) * SWEEP_TILE_Y;                           \
+  const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h
 #define SWEEP_Z_BEGIN (SWEEP_NDIM == 3 ? SWEEP_H : 0)
 #define SWEEP_Z_END(p) (SWEEP_NDIM == 3 ? (p)->shape[0] - SWEEP_H : 1)
 
@@ -479,9 +484,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
       }
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
-        const sweep_int shot = item / n_tiles;
-        const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
-        const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+        SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
         const sweep_int off = shot * ss;
         SWEEP_EQ_FWD_SHOT(f, off);
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
@@ -668,9 +671,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
         const sweep_int vs = SWEEP_SNAP_STRIDE(p);
 #pragma omp for schedule(static)
         for (sweep_int item = 0; item < n_items; ++item) {
-          const sweep_int shot = item / n_tiles;
-          const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
-          const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+          SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
           for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
             for (sweep_int y = y0; y < y1; ++y)
               if (!SWEEP_FN(row_mask)(p, z, y))
@@ -710,9 +711,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
       deferred = defer ? store : NULL;
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
-        const sweep_int shot = item / n_tiles;
-        const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
-        const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+        SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
         const sweep_int off = shot * ss;
         SWEEP_EQ_ADJ_SHOT(f, off);
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
