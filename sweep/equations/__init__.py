@@ -43,6 +43,23 @@ MEMORY_OPTIONS = (
     "storage_bytes_limit_host",
 )
 
+# Keywords every propagator takes besides its models, sources and receivers.
+PROPAGATION_OPTIONS = (
+    "accuracy",
+    "pml_width",
+    "free_surface",
+    "pml_freq",
+    "max_vel",
+    "nt",
+    "n_threads",
+    "progress",
+    "forward_callback",
+    "backward_callback",
+    "callback_frequency",
+    "initial_state",
+    *MEMORY_OPTIONS,
+)
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -131,21 +148,7 @@ class EquationSpec:
     compiled: bool = True
     entry: str = "sweep.acoustic:acoustic"
     eager_entry: str | None = "sweep.equations:acoustic_eager_plan"
-    options: tuple[str, ...] = (
-        "accuracy",
-        "pml_width",
-        "free_surface",
-        "pml_freq",
-        "max_vel",
-        "nt",
-        "n_threads",
-        "progress",
-        "forward_callback",
-        "backward_callback",
-        "callback_frequency",
-        "initial_state",
-        *MEMORY_OPTIONS,
-    )
+    options: tuple[str, ...] = PROPAGATION_OPTIONS
     description: str = ""
     constraints: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ("receivers",)
@@ -410,19 +413,9 @@ maxwell3d_eager_plan = _eager_plan_of(
     "sweep.equations.maxwell.propagator:prepare_maxwell3d", states=6,
 )  # fmt: skip
 
+# The eager-only Maxwell propagators take no n_threads.
 _MAXWELL_OPTIONS = (
-    "accuracy",
-    "pml_width",
-    "free_surface",
-    "pml_freq",
-    "max_vel",
-    "nt",
-    "progress",
-    "forward_callback",
-    "backward_callback",
-    "callback_frequency",
-    "initial_state",
-    *MEMORY_OPTIONS,
+    *(o for o in PROPAGATION_OPTIONS if o != "n_threads"),
     "compute_precision",
 )
 
@@ -496,19 +489,7 @@ REGISTRY: dict[str, EquationSpec] = {
             "gauge_length",
             "quantity",
             "fibre",
-            "accuracy",
-            "pml_width",
-            "free_surface",
-            "pml_freq",
-            "max_vel",
-            "nt",
-            "n_threads",
-            "progress",
-            "forward_callback",
-            "backward_callback",
-            "callback_frequency",
-            "initial_state",
-            *MEMORY_OPTIONS,
+            *PROPAGATION_OPTIONS,
         ),
         snapshot=("D_v", "D_jj", "D_ab + D_ba"),
         # The interior update runs backwards, but the compiled stepper has no
