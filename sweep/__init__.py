@@ -14,7 +14,7 @@ from ._api import estimate_memory
 from ._config import config
 from ._impl import binding_error
 from ._vjp import vjp
-from .acoustic import AcousticResult, acoustic
+from .equations.acoustic import AcousticResult, acoustic
 from .equations.elastic import ElasticResult, elastic
 from .equations.lsrtm import LSRTMResult, lsrtm
 from .equations.maxwell import MaxwellResult, maxwell3d, tm2d

@@ -298,7 +298,7 @@ def estimate_memory(*args: Any, **kwargs: Any) -> _memory.MemoryEstimate:
                 "compiled kernels (sweep.acoustic, sweep.vrz, sweep.lsrtm) and its arguments"
             )
         return estimate(*args, **kwargs)
-    from .acoustic import acoustic
+    from .equations.acoustic import acoustic
 
     return acoustic.__sweep_memory__(*args, **kwargs)  # type: ignore[attr-defined]
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from . import _validate
 from ._vjp import vjp
-from .acoustic import acoustic
+from .equations.acoustic import acoustic
 from .models import ricker, smooth, surface_acquisition, synthetic_model
 
 if TYPE_CHECKING:

@@ -220,7 +220,7 @@ def random_problem(
     scales = {"grid_spacing": 5.0, "dt": 1e-3 if ndim == 2 else 8e-4, "peak_freq": 40.0,
               "max_vel": 2000.0, "pml_freq": 20.0}  # fmt: skip
     if spec.problem is None:
-        models = {"v": (1500.0 + 500.0 * rng.random(shape)).astype(dtype)}
+        models = {spec.models[0]: (1500.0 + 500.0 * rng.random(shape)).astype(dtype)}
     else:
         models = equations._load(spec.problem)(shape, rng, dtype)
         module = importlib.import_module(spec.problem.partition(":")[0])

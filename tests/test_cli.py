@@ -37,7 +37,9 @@ def test_list_equations_table(capsys):
 
 def test_list_equations_is_live(capsys, monkeypatch):
     monkeypatch.setattr(_impl, "binding_error", lambda: "ImportError: hidden for the test")
-    extra = equations.EquationSpec("toy", ndims=(2,), models=("eps", "mu"), compiled=False)
+    extra = equations.EquationSpec(
+        "toy", ndims=(2,), models=("eps", "mu"), compiled=False, entry="toy:toy"
+    )
     monkeypatch.setitem(equations.REGISTRY, "toy", extra)
     _, out, _ = _run(capsys, "list", "equations")
     rows = {line.split()[0]: line.split() for line in out.splitlines()[2:]}

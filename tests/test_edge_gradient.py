@@ -167,7 +167,7 @@ def _padded_gradient(problem, memory):
     """sum mu W per padded cell (before the division by v^2 dt^2 and the fold), n_threads 1."""
     from sweep import _memory
     from sweep._compiled import CompiledAcoustic
-    from sweep.acoustic import _prepare
+    from sweep.equations.acoustic.propagator import _prepare
 
     args = dict(problem)
     v, spacing, dt = args.pop("v"), args.pop("grid_spacing"), args.pop("dt")
@@ -244,7 +244,7 @@ def test_replay_rows_fill_exactly_their_entries():
     threads in tiles; an overlong row at the end of one thread's tile would overwrite the next
     thread's first row, so 2 threads must give the 1-thread buffer bitwise."""
     from sweep._compiled import CompiledAcoustic
-    from sweep.acoustic import _prepare
+    from sweep.equations.acoustic.propagator import _prepare
 
     problem = random_problem(2, accuracy=8, nt=12, n_shots=1)
     args = dict(problem, pml_width=(3, 3, 20, 0))

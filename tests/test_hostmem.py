@@ -10,7 +10,7 @@ import pytest
 import sweep
 from sweep import _hostmem
 from sweep._compiled import CompiledAcoustic
-from sweep.acoustic import _prepare
+from sweep.equations.acoustic.propagator import _prepare
 from sweep.testing import random_problem
 
 

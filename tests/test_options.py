@@ -273,7 +273,7 @@ def test_select_backend_options_errors():
 
 
 def test_select_uncompiled_equation(monkeypatch):
-    spec = equations.EquationSpec("toy", compiled=False)
+    spec = equations.EquationSpec("toy", compiled=False, entry="toy:toy")
     assert select(spec, "torch", None, None, None, None, False)[0] == "eager"
     with pytest.raises(ValueError, match="has no compiled implementation"):
         select(spec, "cuda", None, None, None, None, False)

@@ -141,22 +141,29 @@ class EquationSpec:
     name: str
     ndims: tuple[int, ...] = (2, 3)
     models: tuple[str, ...] = ("v",)
-    wavefields: tuple[str, ...] = ("u", "u_prev", "psi", "zeta")
+    wavefields: tuple[str, ...] = ()
     sources: tuple[str, ...] = ("pressure",)
     receivers: tuple[str, ...] = ("pressure",)
     orders: tuple[int, ...] = (2, 4, 6, 8)
     compiled: bool = True
-    entry: str = "sweep.acoustic:acoustic"
-    eager_entry: str | None = "sweep.equations:acoustic_eager_plan"
+    entry: str = ""
+    eager_entry: str | None = None
     options: tuple[str, ...] = PROPAGATION_OPTIONS
     description: str = ""
     constraints: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ("receivers",)
-    snapshot: tuple[str, ...] = ("W",)
+    snapshot: tuple[str, ...] = ()
     reversible: bool = True
     irreversible: str = ""
     compiled_refusal: str | None = None
     problem: str | None = None
+
+    def __post_init__(self) -> None:
+        if ":" not in self.entry:
+            raise ValueError(
+                f"equation {self.name!r}: entry must name its propagator as 'module:function', "
+                f"got {self.entry!r}"
+            )
 
     @property
     def model_specs(self) -> tuple[ModelSpec, ...]:
@@ -365,8 +372,8 @@ def acoustic_eager_plan(
     models: Sequence[Any], source_amplitudes: Any, like: Any, **settings: Any
 ) -> EagerPlan:
     """Eager plan of :func:`sweep.acoustic` (see :func:`build_eager_plan`)."""
-    from .._eager import EagerAcoustic
-    from ..acoustic import _prepare
+    from .acoustic.eager import EagerAcoustic
+    from .acoustic.propagator import _prepare
 
     return build_eager_plan(
         models, source_amplitudes, like, settings, spec=REGISTRY["acoustic"], prepare=_prepare,
@@ -444,14 +451,25 @@ def _maxwell(name: str, ndim: int, description: str, options: tuple[str, ...]) -
     )
 
 
+# The state of the second-order pressure equations (acoustic, VRZ): two time
+# levels and the CPML memory variables.
+_PRESSURE_FIELDS = ("u", "u_prev", "psi", "zeta")
+
 REGISTRY: dict[str, EquationSpec] = {
     "acoustic": EquationSpec(
-        "acoustic", description="constant-density acoustic wave equation (pressure)"
+        "acoustic",
+        wavefields=_PRESSURE_FIELDS,
+        entry="sweep.equations.acoustic:acoustic",
+        eager_entry="sweep.equations:acoustic_eager_plan",
+        snapshot=("W",),
+        problem="sweep.equations.acoustic.problem:random_models",
+        description="constant-density acoustic wave equation (pressure)",
     ),
     "vrz": EquationSpec(
         "vrz",
         models=("vp", "z"),
         constraints=("positive", "positive"),
+        wavefields=_PRESSURE_FIELDS,
         entry="sweep.equations.vrz:vrz",
         eager_entry="sweep.equations:vrz_eager_plan",
         snapshot=("W", "u", "psi"),

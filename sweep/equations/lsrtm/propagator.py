@@ -14,7 +14,7 @@ from ... import _validate as val
 from ..._api import check_cotangent, eager_vjp, memory_estimate_of
 from ..._setup import Call, prepare, velocity_speeds
 from ..._xp import from_kernel_array, is_numpy_array, kernel_array
-from ...acoustic import AcousticResult, model_gradient
+from ..acoustic.propagator import AcousticResult, model_gradient
 from .compiled import CompiledLSRTM
 from .eager import EagerLSRTM
 

@@ -15,7 +15,7 @@ from ..._api import compiled_forward, compiled_pullback, eager_vjp, memory_estim
 from ..._fd import halo
 from ..._setup import Call, Speeds, prepare
 from ..._xp import is_numpy_array, kernel_array
-from ...acoustic import AcousticResult
+from ..acoustic.propagator import AcousticResult
 from .compiled import CompiledVRZ, model_gradients
 from .eager import EagerVRZ
 
@@ -36,7 +36,7 @@ class VRZResult(AcousticResult):
         The implementation that ran, ``"c"`` or ``"eager"``.
     memory_plan : MemoryPlan or None
         What a compiled gradient run kept for its adjoint pass (see
-        :class:`sweep.acoustic.AcousticResult`); None otherwise.
+        :class:`sweep.AcousticResult`); None otherwise.
     state : dict
         Final padded fields (``u``, ``u_prev``, CPML ``psi``/``zeta`` per axis).
     """

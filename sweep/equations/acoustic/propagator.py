@@ -9,18 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from . import _memory
-from . import _validate as val
-from ._api import compiled_forward, compiled_pullback, eager_vjp, memory_estimate_of
-from ._callbacks import Callbacks, CallbackState
-from ._compiled import CompiledAcoustic
-from ._eager import EagerAcoustic
-from ._grid import Geometry
-from ._setup import prepare, velocity_speeds
-from ._xp import (
+from ... import _memory
+from ... import _validate as val
+from ..._api import compiled_forward, compiled_pullback, eager_vjp, memory_estimate_of
+from ..._callbacks import Callbacks, CallbackState
+from ..._compiled import CompiledAcoustic
+from ..._grid import Geometry
+from ..._setup import prepare, velocity_speeds
+from ..._xp import (
     is_numpy_array,
     kernel_array,
 )
+from .eager import EagerAcoustic
 
 __all__ = ["AcousticResult", "acoustic"]
 
