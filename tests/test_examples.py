@@ -1,0 +1,31 @@
+"""The examples' smoke modes run, write their figures and improve their objective."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpr_inversion_quick(tmp_path):
+    """examples/gpr_inversion.py --quick lowers the radargram misfit and moves both models."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("tqdm")
+    pytest.importorskip("torch")
+    out = tmp_path / "gpr.png"
+    result = _load("gpr_inversion").main(["--quick", "--out", str(out), "--no-progress"])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result["misfit"][-1] < 0.7 * result["misfit"][0]
+    for name in ("epsilon", "sigma"):
+        moved = abs(result[name] - result[f"{name}_start"]).max()
+        assert moved > 0.01 * abs(result[f"{name}_start"]).max(), name
