@@ -177,6 +177,14 @@ class CompiledElastic(CompiledStepper):
         self.n_src_terms = self.src_idx.shape[1] if geom.n_src else 0
         self.n_rec_terms = self.rec_idx.shape[1] if geom.n_rec else 0
 
+    @functools.cached_property
+    def eager64(self) -> EagerElastic:
+        """The eager set-up in float64 NumPy (the gradients' chain rule runs in it)."""
+        if self.dtype == np.float64:
+            return self.eager
+        like = np.zeros(self.geom.model_shape, dtype=np.float64)
+        return EagerElastic.build(self.geom, like, **self.kinds)
+
     # -- facts the memory strategies use --------------------------------------
     @property
     def snapshot_values(self) -> int:  # type: ignore[override]
@@ -383,29 +391,49 @@ def coefficient_arrays(eager: EagerElastic, xp: Any, vp: Any, vs: Any, rho: Any)
     return out
 
 
+def coefficient_arrays_transpose(
+    eager: EagerElastic, g: tuple[Any, ...], vp: Any, vs: Any, rho: Any
+) -> tuple[Any, Any, Any]:
+    """Apply the transposed Jacobian of :func:`coefficient_arrays` to its cotangents ``g``.
+
+    Returns the cotangents of ``vp``, ``vs``, ``rho``: the live masks, then
+    :meth:`EagerElastic.coefficients_transpose` (hand-written, any Array-API
+    library, no autodiff).
+    """
+    nd = eager.geom.ndim
+    names = list(kinds.fields(nd))
+    axes = kinds.AXES[nd]
+    it = iter(g)
+
+    def live(name: str) -> Any:
+        return next(it) * eager.field_live[name][0]
+
+    cot: dict[str, dict[Any, Any]] = {"b": {}, "C": {}, "mu": {}}
+    for a in axes:
+        cot["b"][kinds.velocity(a)] = live(kinds.velocity(a))
+    for i in range(nd):
+        for j in range(nd):
+            cot["C"][(i, j)] = live(names[nd + i])
+    for i in range(nd):
+        for j in range(i + 1, nd):
+            s = kinds.stress(axes[i], axes[j])
+            cot["mu"][s] = live(s)
+    return eager.coefficients_transpose(vp, vs, rho, cot)
+
+
 def model_gradients(
     engine: CompiledElastic, g: tuple[Any, ...], vp: Any, vs: Any, rho: Any
 ) -> dict[str, Any]:
     """Gradients with respect to ``vp``, ``vs`` and ``rho`` from those w.r.t. the coefficients.
 
     The chain rule of :func:`coefficient_arrays` (the eager path's averaging,
-    the free-surface moduli, the repetition into the CPML and the halo), by
-    torch autodiff of that function in float64 on the host: a vector-Jacobian
-    product of the model set-up, once per gradient.
+    the free-surface moduli, the repetition into the CPML and the halo) by
+    its hand-written transpose (:func:`coefficient_arrays_transpose`), in
+    float64 on the host: NumPy only, no autodiff library needed.
     """
-    import torch
-
-    geom = engine.geom
-    like = torch.zeros(geom.model_shape, dtype=torch.float64)
-    eager = EagerElastic.build(geom, like, **engine.kinds)
-    models = [torch.tensor(np.asarray(m, dtype=np.float64), requires_grad=True)
-              for m in (vp, vs, rho)]  # fmt: skip
-    arrays = coefficient_arrays(eager, torch, *models)
-    total = sum((a * torch.from_numpy(np.asarray(x, dtype=np.float64))).sum()
-                for a, x in zip(arrays, g, strict=True))  # fmt: skip
-    grads = torch.autograd.grad(total, models, allow_unused=True)
-    out = {}
-    for name, m, x in zip(("vp", "vs", "rho"), models, grads, strict=True):
-        x = torch.zeros_like(m) if x is None else x
-        out[name] = x.detach().numpy().astype(engine.dtype)
-    return out
+    eager = engine.eager64
+    as64 = [np.asarray(x, dtype=np.float64) for x in g]
+    models = [np.asarray(m, dtype=np.float64) for m in (vp, vs, rho)]
+    grads = coefficient_arrays_transpose(eager, tuple(as64), *models)
+    return {name: np.asarray(x).astype(engine.dtype)
+            for name, x in zip(("vp", "vs", "rho"), grads, strict=True)}  # fmt: skip

@@ -180,6 +180,84 @@ class EagerElastic(EagerStaggered):
         src = {v: bv / self.dv for v, bv in b.items()}
         return {"b": b, "C": c, "mu": mus, "src": src}
 
+    def coefficients_transpose(
+        self, vp: Any, vs: Any, rho: Any, cot: dict[str, dict[Any, Any]]
+    ) -> tuple[Any, Any, Any]:
+        """Apply the transposed Jacobian of :meth:`coefficients` to cotangents ``cot``.
+
+        ``cot["b"]``, ``cot["C"]``, ``cot["mu"]``: cotangents (padded, no shot
+        axis) keyed as the outputs; a missing key counts as zero.  Returns the
+        cotangents of ``vp``, ``vs``, ``rho`` (model shape): the exact
+        derivative of every step, the averages onto staggered points, the
+        free-surface moduli and the repetition into the padding, with no
+        autodiff (any Array-API library).  Where a harmonic mean has a zero
+        corner it is zero, and so is its derivative (as autodiff of
+        :meth:`coefficients` gives).
+        """
+        dt, nd = self.geom.dt, self.geom.ndim
+        vp, vs, rho = (self.pad_model(m) for m in (vp, vs, rho))
+        mu = rho * vs * vs
+        m2 = rho * vp * vp
+        lam = m2 - 2 * mu
+        g_rho: Any = 0.0
+        g_mu: Any = 0.0
+        g_m2: Any = 0.0
+        g_lam: Any = 0.0
+        g_lam_s: Any = 0.0
+        for d, a in enumerate(self.axes):  # b = 2 dt / (rho + rho_next)
+            gb = cot.get("b", {}).get(kinds.velocity(a))
+            if gb is not None:
+                total = rho + self._shift(rho, d)
+                gs = gb * (-2.0 * dt) / (total * total)
+                g_rho = g_rho + gs + self._shift_transpose(gs, d)
+        for i in range(nd):
+            for j in range(nd):
+                gc = cot.get("C", {}).get((i, j))
+                if gc is None:
+                    continue
+                g_base = dt * gc
+                for d, row in reversed(self.surface):  # base = base (1 - row) + on row
+                    if d == i:
+                        continue
+                    if j != d:
+                        g_on = g_base * row
+                        g_lam_s = g_lam_s + g_on
+                        if i == j:
+                            g_mu = g_mu + 2 * g_on
+                    g_base = g_base * (1 - row)
+                if i == j:
+                    g_m2 = g_m2 + g_base
+                else:
+                    g_lam = g_lam + g_base
+        if not isinstance(g_lam_s, float):  # lam_s = 2 lam mu / m2
+            g_lam = g_lam + g_lam_s * 2 * mu / m2
+            g_mu = g_mu + g_lam_s * 2 * lam / m2
+            g_m2 = g_m2 - g_lam_s * 2 * lam * mu / (m2 * m2)
+        g_m2 = g_m2 + g_lam  # lam = m2 - 2 mu
+        g_mu = g_mu - 2 * g_lam
+        for (i, a), (j, bb) in _pairs(self.axes):  # 4 dt / sum(1 / corner), 0 at a zero corner
+            gm = cot.get("mu", {}).get(kinds.stress(a, bb))
+            if gm is None:
+                continue
+            corners = [
+                mu,
+                self._shift(mu, i),
+                self._shift(mu, j),
+                self._shift(self._shift(mu, i), j),
+            ]
+            pos = [self.xp.astype(x > 0, x.dtype) for x in corners]
+            safe = [x * p + (1 - p) for x, p in zip(corners, pos, strict=True)]
+            inv = sum(1 / x for x in safe)
+            scale = gm * (4 * dt) * math.prod(pos) / (inv * inv)
+            g_c = [scale * p / (x * x) for x, p in zip(safe, pos, strict=True)]
+            g_mu = g_mu + g_c[0] + self._shift_transpose(g_c[1], i)
+            g_mu = g_mu + self._shift_transpose(g_c[2], j)
+            g_mu = g_mu + self._shift_transpose(self._shift_transpose(g_c[3], j), i)
+        g_rho = g_rho + g_mu * vs * vs + g_m2 * vp * vp  # mu = rho vs^2, m2 = rho vp^2
+        g_vs = g_mu * 2 * rho * vs
+        g_vp = g_m2 * 2 * rho * vp
+        return tuple(self.pad_model_transpose(x + 0 * vp) for x in (g_vp, g_vs, g_rho))
+
     # -- the step ---------------------------------------------------------------------
     def _stretched(self, f: Any, name: str, d: int, psi: Any) -> tuple[Any, Any]:
         """C-PML-stretched derivative of field ``name`` along axis ``d``: (``D f + psi'``, psi')."""
