@@ -399,6 +399,12 @@ def _fibre_rows(geom: Geometry, fibre: Fibre, gauge_length: float | None) -> lis
     return rows.terms()
 
 
+def fibre_channels(settings: dict[str, Any]) -> int:
+    """Receiver columns a call's ``fibre`` setting adds (the registry's ``extra_receivers``)."""
+    fibre = settings.get("fibre")
+    return 0 if fibre is None else int(fibre.n_channels)
+
+
 def check_receivers(
     kind_list: Sequence[str],
     rec_loc: np.ndarray,

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ... import _fd
-from ..._points import inject_terms
+from ..._points import PointTerms, inject_terms
 from ..._staggered import EagerStaggered
 from . import das, kinds
 
@@ -108,29 +108,45 @@ class EagerElastic(EagerStaggered):
         shape[d + 1] = -1
         return [self._asarray(row.reshape(shape)) for row in w]
 
-    def _setup_points(self) -> None:
+    def source_rows(self) -> list[PointTerms]:
+        """Every source's weighted point operator, unscaled (each path folds in its scale)."""
         g = self.geom
         src_kinds = self.options.get("source_kind") or ("fz",) * g.n_src
-        rec_kinds = self.options.get("receiver_kind") or ("vz",) * g.n_rec
+        return kinds.node_terms(g, g.src_loc, src_kinds, kinds.source_kinds(g.ndim), self.valid)
 
-        valid = self.valid
-        src = kinds.node_terms(g, g.src_loc, src_kinds, kinds.source_kinds(g.ndim), valid)
-        # A stress-kind source's scale dt / dV is a constant: fold it into the weights.
-        scale = g.dt / self.dv
-        src = [t if t.field.startswith("v") else replace(t, weight=t.weight * scale) for t in src]
-        self.src_v = self.point_terms([t for t in src if t.field.startswith("v")], g.n_src)
-        self.src_s = self.point_terms([t for t in src if t.field.startswith("s")], g.n_src)
+    def receiver_rows(self) -> list[PointTerms]:
+        """Every receiver's weighted point operator: the kinds' and the DAS rows (:mod:`.das`).
+
+        The eager and the compiled paths record the same rows.
+        """
+        g = self.geom
+        rec_kinds = self.receiver_kinds
         table = dict(kinds.receiver_kinds(g.ndim), **{kinds.FIBRE: kinds.Kind(kinds.FIBRE, ())})
-        rec = kinds.node_terms(g, g.rec_loc, rec_kinds, table, valid)  # strain kinds: no terms
+        rec = kinds.node_terms(g, g.rec_loc, rec_kinds, table, self.valid)  # strain: no terms
         gauge, fibre = self.options.get("gauge_length"), self.options.get("fibre")
         if any(k.startswith("e") for k in rec_kinds):
             rec += das.kind_terms(g, rec_kinds, gauge)
         if fibre is not None:
             rec += das.fibre_terms(g, fibre, rec_kinds.index(kinds.FIBRE), gauge)
-        self.rec_terms = self.point_terms(rec, g.n_rec)
+        return rec
+
+    @property
+    def receiver_kinds(self) -> tuple[str, ...]:
+        """One kind per receiver column (the fibre's channels: :data:`kinds.FIBRE`)."""
+        return tuple(self.options.get("receiver_kind") or ("vz",) * self.geom.n_rec)
+
+    def _setup_points(self) -> None:
+        g = self.geom
+        src = self.source_rows()
+        # A stress-kind source's scale dt / dV is a constant: fold it into the weights.
+        scale = g.dt / self.dv
+        src = [t if t.field.startswith("v") else replace(t, weight=t.weight * scale) for t in src]
+        self.src_v = self.point_terms([t for t in src if t.field.startswith("v")], g.n_src)
+        self.src_s = self.point_terms([t for t in src if t.field.startswith("s")], g.n_src)
+        self.rec_terms = self.point_terms(self.receiver_rows(), g.n_rec)
         # Columns integrated in time (quantity="strain"), as a (1, n_rec, 1) mask.
         integrate = [self.options.get("quantity") == "strain" and kinds.is_strain(k)
-                     for k in rec_kinds]  # fmt: skip
+                     for k in self.receiver_kinds]  # fmt: skip
         self.integrate = (
             self._asarray(np.asarray(integrate, dtype=np.float64).reshape(1, -1, 1))
             if any(integrate) else None
@@ -324,6 +340,19 @@ class EagerElastic(EagerStaggered):
         rate = records[..., :-1] * self.geom.dt
         summed = self.xp.cumulative_sum(rate, axis=-1, include_initial=True)
         return records + self.integrate * (summed - records)
+
+    def finish_records_transpose(self, cot: Any) -> Any:
+        """Apply the transpose of :meth:`finish_records` to a receiver cotangent ``cot``.
+
+        On the strain columns, ``rate_cot[k] = dt sum_{t > k} cot[t]`` (a
+        reversed exclusive cumulative sum); the other columns pass through.
+        """
+        if self.integrate is None:
+            return cot
+        xp = self.xp
+        later = xp.flip(xp.cumulative_sum(xp.flip(cot[..., 1:], axis=-1), axis=-1), axis=-1)
+        summed = xp.concat([later * self.geom.dt, xp.zeros_like(cot[..., :1])], axis=-1)
+        return cot + self.integrate * (summed - cot)
 
     def stack_records(self, records: list[Any]) -> Any:
         """Receiver data (n_shots, n_rec, nt), with :meth:`finish_records` applied."""
