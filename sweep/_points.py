@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -200,17 +201,42 @@ class KernelTerms:
 
     def to_columns(self, x: np.ndarray) -> np.ndarray:
         """``(n_shots, n_terms, nt)`` -> ``(n_shots, n_columns, nt)``: ``sum_k W[c, k] x[k]``."""
-        out = np.zeros((x.shape[0], self.n_columns, x.shape[-1]),
-                       dtype=np.result_type(x.dtype, self.weight.dtype))  # fmt: skip
-        np.add.at(out, (self.shot, self.column), self.weight[:, None] * x[self.shot, self.term])
-        return out
+        return _weighted_sums(x, self._by_column, self.n_columns, self.weight.dtype)
 
     def to_terms(self, x: np.ndarray) -> np.ndarray:
         """``(n_shots, n_columns, nt)`` -> ``(n_shots, n_terms, nt)``: the transpose."""
-        out = np.zeros((x.shape[0], self.n_terms, x.shape[-1]),
-                       dtype=np.result_type(x.dtype, self.weight.dtype))  # fmt: skip
-        np.add.at(out, (self.shot, self.term), self.weight[:, None] * x[self.shot, self.column])
-        return out
+        return _weighted_sums(x, self._by_term, self.n_terms, self.weight.dtype)
+
+    @cached_property
+    def _by_column(self) -> tuple[np.ndarray, ...]:
+        return _sum_groups(self.shot, self.column, self.term, self.weight, self.n_columns)
+
+    @cached_property
+    def _by_term(self) -> tuple[np.ndarray, ...]:
+        return _sum_groups(self.shot, self.term, self.column, self.weight, self.n_terms)
+
+
+def _sum_groups(
+    shot: np.ndarray, out: np.ndarray, inp: np.ndarray, weight: np.ndarray, n_out: int
+) -> tuple[np.ndarray, ...]:
+    """Sort the entries by output row ``shot * n_out + out``; mark each row's first entry."""
+    key = shot * n_out + out
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
+    return first, key[first], shot[order], inp[order], weight[order]
+
+
+def _weighted_sums(x: np.ndarray, groups: tuple[np.ndarray, ...], n_out: int, wdt: Any) -> Any:
+    """Rows ``sum w x[shot, inp]`` of :func:`_sum_groups`' groups, shape (n_shots, n_out, nt)."""
+    first, rows, shot, inp, weight = groups
+    nt = x.shape[-1]
+    out = np.zeros((x.shape[0] * n_out, nt), dtype=np.result_type(x.dtype, wdt))
+    block = 256  # time samples per pass: the gathered products stay in cache
+    for t0 in range(0, nt if first.size else 0, block):
+        vals = weight[:, None] * x[shot, inp, t0 : t0 + block]
+        out[rows, t0 : t0 + block] = np.add.reduceat(vals, first, axis=0)
+    return out.reshape(x.shape[0], n_out, nt)
 
 
 def kernel_terms(
