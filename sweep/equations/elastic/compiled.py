@@ -112,7 +112,7 @@ def point_terms(eager: EagerElastic, *, source: bool) -> KernelTerms:
     g = eager.geom
     names = list(kinds.fields(g.ndim))
     if not source:
-        return kernel_terms(g, eager.receiver_rows(), names, g.n_rec)
+        return kernel_terms(g, eager.rec_rows, names, g.n_rec)
     dv = math.prod(g.spacing)
     return kernel_terms(g, eager.source_rows(), names, g.n_src,
                         lambda f: 1.0 / dv if f.startswith("v") else g.dt / dv)  # fmt: skip

@@ -143,7 +143,8 @@ class EagerElastic(EagerStaggered):
         src = [t if t.field.startswith("v") else replace(t, weight=t.weight * scale) for t in src]
         self.src_v = self.point_terms([t for t in src if t.field.startswith("v")], g.n_src)
         self.src_s = self.point_terms([t for t in src if t.field.startswith("s")], g.n_src)
-        self.rec_terms = self.point_terms(self.receiver_rows(), g.n_rec)
+        self.rec_rows = self.receiver_rows()
+        self.rec_terms = self.point_terms(self.rec_rows, g.n_rec)
         # Columns integrated in time (quantity="strain"), as a (1, n_rec, 1) mask.
         integrate = [self.options.get("quantity") == "strain" and kinds.is_strain(k)
                      for k in self.receiver_kinds]  # fmt: skip
