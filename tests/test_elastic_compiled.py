@@ -258,7 +258,9 @@ def test_chain_rule_against_central_differences_at_every_cell(ndim, free, water)
 
 
 def test_gradient_without_torch_or_jax(tmp_path):
-    """impl='c' gives the elastic gradient with NumPy alone: torch and JAX made unimportable."""
+    """impl='c' gives the elastic gradient with NumPy alone: torch and JAX made unimportable.
+
+    With a DAS receiver (gauge, strain) as well: the whole compiled path."""
     import subprocess
     import sys
     import textwrap
@@ -284,8 +286,10 @@ def test_gradient_without_torch_or_jax(tmp_path):
         vs[:3] = 0.0
         rho = 1000 + 500 * rng.random((16, 18))
         kw = dict(source_amplitudes=rng.standard_normal((1, 1, 20)),
-                  source_locations=np.array([[[6, 8]]]), receiver_locations=np.array([[[9, 9]]]),
-                  receiver_kind="vx", pml_width=4, free_surface=[True, False, False, False])
+                  source_locations=np.array([[[6, 8]]]),
+                  receiver_locations=np.array([[[9, 9], [10, 8]]]), receiver_kind=["vx", "exx"],
+                  gauge_length=10.0, quantity="strain", pml_width=4,
+                  free_surface=[True, False, False, False])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             out, pullback = sweep.vjp(sweep.elastic, vp, vs, rho, 5.0, 8e-4, impl="c", **kw)
