@@ -10,6 +10,12 @@ Each (library, case) runs in a subprocess of its own, interleaved, once:
 
 The eager gradient (torch autodiff keeps every step) runs with ``--eager-nt``
 steps and is scaled to nt (linear in nt).
+
+``--das``: DAS receivers instead, sweep ``c`` against ``eager`` (Deepwave has
+none): a vertical fibre at x = 1500 m (5 m channels, 191 of them) and 296
+``"exx"`` receivers on row 2, gauge length 20 m, ``quantity="strain"``; the
+same model and sources.  The gradients run ``--das-nt`` steps (c) and
+``--eager-nt`` steps (eager), scaled to nt.
 """
 
 import subprocess
@@ -25,9 +31,12 @@ if len(sys.argv) < 3 or sys.argv[1].startswith("--"):
     eager_nt = 150
     if "--eager-nt" in sys.argv:
         eager_nt = int(sys.argv[sys.argv.index("--eager-nt") + 1])
-    for case in ("fwd", "grad"):
-        for lib in ("c", "deepwave", "eager"):
-            n = eager_nt if (lib, case) == ("eager", "grad") else nt
+    das = "--das" in sys.argv
+    das_nt = int(sys.argv[sys.argv.index("--das-nt") + 1]) if "--das-nt" in sys.argv else 300
+    for case in ("das-fwd", "das-grad") if das else ("fwd", "grad"):
+        for lib in ("c", "eager") if das else ("c", "deepwave", "eager"):
+            n = eager_nt if (lib, case[-4:]) == ("eager", "grad") else nt
+            n = das_nt if (lib, case) == ("c", "das-grad") else n
             out = subprocess.run([sys.executable, "-P", __file__, lib, case, str(n)],
                                  capture_output=True, text=True)  # fmt: skip
             line = (out.stdout.strip().splitlines() or [out.stderr.strip()[-200:]])[-1]
@@ -52,14 +61,18 @@ if lib in ("c", "eager"):
 
     kw = dict(source_amplitudes=amp, source_locations=src, receiver_locations=rec,
               accuracy=order, pml_width=20, impl=lib)  # fmt: skip
+    if case.startswith("das"):
+        fibre = sweep.das.Fibre([[5.0, 1500.0], [955.0, 1500.0]], channel_spacing=5.0)
+        kw.update(receiver_kind="exx", fibre=fibre, gauge_length=20.0, quantity="strain")
+        kw["receiver_locations"] = rec[:, 2:-2]  # the gauges inside the model
     models = (vp, vs, rho)
-    if lib == "eager" and case == "grad":
+    if lib == "eager" and case.endswith("grad"):
         import torch
 
         models = tuple(torch.from_numpy(x) for x in models)
         kw["source_amplitudes"] = torch.from_numpy(amp)
     t0 = time.perf_counter()
-    if case == "fwd":
+    if case.endswith("fwd"):
         out = sweep.elastic(*models, dx, dt, **kw)
     else:
         out, pullback = sweep.vjp(sweep.elastic, *models, dx, dt, **kw)

@@ -20,7 +20,7 @@ from . import _fd
 from ._callbacks import Callbacks, CallbackState
 from ._grid import Geometry
 from ._points import DeviceTerms, PointTerms
-from ._xp import array_namespace, device_of, pad_zeros, scatter_add
+from ._xp import array_namespace, device_of, pad_zeros, scatter_add, take_transpose
 
 
 @dataclass
@@ -124,6 +124,15 @@ class EagerBase:
         for d, idx in enumerate(self.maps if maps is None else maps):
             m = self.xp.take(m, idx, axis=d)
         return m
+
+    def pad_model_transpose(self, g: Any) -> Any:
+        """Apply the transpose of :meth:`pad_model` to ``g`` (padded -> model shape).
+
+        A model cell receives the sum over every padded cell that repeats it.
+        """
+        for d in reversed(range(self.geom.ndim)):
+            g = take_transpose(self.xp, g, self.maps[d], self.geom.model_shape[d], d)
+        return g
 
     # -- stencils ------------------------------------------------------------
     # Stencils take arrays with a halo along their own axis only, where each

@@ -15,13 +15,22 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from ._xp import device_of, scatter_add
 
-__all__ = ["PointTerms", "group_terms", "inject_terms", "node_terms", "sample_terms"]
+__all__ = [
+    "KernelTerms",
+    "PointTerms",
+    "group_terms",
+    "inject_terms",
+    "kernel_terms",
+    "node_terms",
+    "sample_terms",
+]
 
 
 @dataclass(frozen=True)
@@ -153,3 +162,138 @@ def node_terms(
                 for cell in cells:
                     rows.append((shot, col, name, cell, w / len(cells)))
     return group_terms(rows)
+
+
+@dataclass(frozen=True)
+class KernelTerms:
+    """Point operators as compiled kernels take them: distinct single-cell terms per shot.
+
+    A kernel records (or injects) one value per term and step; the columns
+    (receivers, sources) are a sparse weighted map of the terms, applied on
+    the host: a receiver is ``sum_k W[c, k] term_k``, a term's amplitude
+    ``sum_c W[c, k] amp_c`` (a multi-cell operator, such as a gauge-length
+    average or a fibre channel, is many terms; terms that several columns
+    share are recorded once).
+
+    Attributes
+    ----------
+    idx : ndarray of int64, shape (n_shots, n_terms)
+        ``field * kernel_shot_stride + cell`` (the kernels' layout), distinct
+        within a shot; a shot with fewer terms repeats its first one, with
+        no weight.
+    n_columns : int
+        Sources or receivers per shot.
+    shot, column, term, weight : ndarray
+        The nonzero entries of the weight matrix ``W[shot, column, term]``.
+    """
+
+    idx: np.ndarray
+    n_columns: int
+    shot: np.ndarray
+    column: np.ndarray
+    term: np.ndarray
+    weight: np.ndarray
+
+    @property
+    def n_terms(self) -> int:
+        """Terms per shot (the kernels' record and amplitude rows)."""
+        return int(self.idx.shape[1])
+
+    def to_columns(self, x: np.ndarray) -> np.ndarray:
+        """``(n_shots, n_terms, nt)`` -> ``(n_shots, n_columns, nt)``: ``sum_k W[c, k] x[k]``."""
+        return _weighted_sums(x, self._by_column, self.n_columns, self.weight.dtype)
+
+    def to_terms(self, x: np.ndarray) -> np.ndarray:
+        """``(n_shots, n_columns, nt)`` -> ``(n_shots, n_terms, nt)``: the transpose."""
+        return _weighted_sums(x, self._by_term, self.n_terms, self.weight.dtype)
+
+    @cached_property
+    def _by_column(self) -> tuple[np.ndarray, ...]:
+        return _sum_groups(self.shot, self.column, self.term, self.weight, self.n_columns)
+
+    @cached_property
+    def _by_term(self) -> tuple[np.ndarray, ...]:
+        return _sum_groups(self.shot, self.term, self.column, self.weight, self.n_terms)
+
+
+def _sum_groups(
+    shot: np.ndarray, out: np.ndarray, inp: np.ndarray, weight: np.ndarray, n_out: int
+) -> tuple[np.ndarray, ...]:
+    """Sort the entries by output row ``shot * n_out + out``; mark each row's first entry."""
+    key = shot * n_out + out
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
+    return first, key[first], shot[order], inp[order], weight[order]
+
+
+def _weighted_sums(x: np.ndarray, groups: tuple[np.ndarray, ...], n_out: int, wdt: Any) -> Any:
+    """Rows ``sum w x[shot, inp]`` of :func:`_sum_groups`' groups, shape (n_shots, n_out, nt)."""
+    first, rows, shot, inp, weight = groups
+    nt = x.shape[-1]
+    out = np.zeros((x.shape[0] * n_out, nt), dtype=np.result_type(x.dtype, wdt))
+    block = 256  # time samples per pass: the gathered products stay in cache
+    for t0 in range(0, nt if first.size else 0, block):
+        vals = weight[:, None] * x[shot, inp, t0 : t0 + block]
+        out[rows, t0 : t0 + block] = np.add.reduceat(vals, first, axis=0)
+    return out.reshape(x.shape[0], n_out, nt)
+
+
+def kernel_terms(
+    geom: Any,
+    groups: Sequence[PointTerms],
+    field_order: Sequence[str],
+    n_columns: int,
+    scale: Callable[[str], float] | None = None,
+) -> KernelTerms:
+    """Collect point operators into :class:`KernelTerms` for a compiled kernel.
+
+    ``groups``: the terms of every column (cells numbered in one shot's
+    padded grid); ``field_order``: the kernel's field numbering;
+    ``scale(field)``: a constant folded into the weights of a field's terms
+    (1 when None).  Terms on the same field and cell of a shot merge.
+    """
+    stride = geom.kernel_shot_stride
+    n_shots = geom.n_shots
+    keys, shots, cols, weights = [], [], [], []
+    for t in groups:
+        f = list(field_order).index(t.field)
+        keys.append(f * stride + geom.kernel_index(np.asarray(t.cell, dtype=np.int64)))
+        shots.append(np.asarray(t.shot, dtype=np.int64))
+        cols.append(np.asarray(t.column, dtype=np.int64))
+        weights.append(
+            np.asarray(t.weight, dtype=np.float64) * (1.0 if scale is None else scale(t.field))
+        )
+    key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+    shot = np.concatenate(shots) if shots else np.zeros(0, dtype=np.int64)
+    col = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+    weight = np.concatenate(weights) if weights else np.zeros(0)
+    # Distinct (field, cell) per shot, numbered in ascending order (memory order).
+    term = np.zeros(key.shape, dtype=np.int64)
+    per_shot = []
+    for s in range(n_shots):
+        mine = shot == s
+        cells, inverse = np.unique(key[mine], return_inverse=True)
+        term[mine] = inverse
+        per_shot.append(cells)
+    n_terms = max([len(c) for c in per_shot] + [1])
+    idx = np.zeros((n_shots, n_terms), dtype=np.int64)
+    for s, cells in enumerate(per_shot):
+        if len(cells):
+            idx[s, : len(cells)] = cells
+            idx[s, len(cells) :] = cells[0]
+    # Merge entries of the same (shot, column, term); drop zeros.
+    flat = (shot * n_columns + col) * n_terms + term
+    uniq, inverse = np.unique(flat, return_inverse=True)
+    merged = np.zeros(len(uniq))
+    np.add.at(merged, inverse, weight)
+    keep = merged != 0
+    uniq, merged = uniq[keep], merged[keep]
+    return KernelTerms(
+        idx=idx,
+        n_columns=n_columns,
+        shot=uniq // (n_columns * n_terms),
+        column=uniq // n_terms % n_columns,
+        term=uniq % n_terms,
+        weight=merged,
+    )

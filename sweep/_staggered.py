@@ -31,6 +31,7 @@ from . import _fd
 from ._eager import EagerBase, _along
 from ._grid import Geometry
 from ._points import sample_terms
+from ._xp import take_transpose
 
 __all__ = ["EagerStaggered", "check_point_kinds", "live_axis", "valid_axis"]
 
@@ -220,6 +221,10 @@ class EagerStaggered(EagerBase):
     def _shift(self, m: Any, d: int) -> Any:
         """``m`` at the next node along axis ``d`` (edge repeated); ``m`` has no shot axis."""
         return self.xp.take(m, self.next[d], axis=d)
+
+    def _shift_transpose(self, g: Any, d: int) -> Any:
+        """Apply the transpose of :meth:`_shift` to ``g``."""
+        return take_transpose(self.xp, g, self.next[d], self.geom.padded_shape[d], d)
 
     # -- state ----------------------------------------------------------------------
     def initial_state(self) -> dict[str, Any]:

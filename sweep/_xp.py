@@ -29,6 +29,7 @@ __all__ = [
     "is_torch_array",
     "kernel_array",
     "scatter_add",
+    "take_transpose",
     "to_host",
     "library_name",
 ]
@@ -68,7 +69,7 @@ def to_host(x: Any) -> np.ndarray:
 
 
 def scatter_add(x: Any, index: Any, values: Any) -> Any:
-    """Return the 1-D array ``x`` with ``values`` added at positions ``index``.
+    """Return ``x`` with ``values`` added at positions ``index`` along its first axis.
 
     Repeated indices accumulate.  Out of place (differentiable) for torch and
     JAX; NumPy and CuPy get a copy updated in place.
@@ -85,6 +86,25 @@ def scatter_add(x: Any, index: Any, values: Any) -> Any:
     else:
         np.add.at(out, index, values)
     return out
+
+
+def take_transpose(xp: Any, g: Any, index: Any, n: int, axis: int) -> Any:
+    """Return the transpose of ``xp.take(x, index, axis=axis)`` applied to ``g``.
+
+    ``x`` has length ``n`` along ``axis``; cells that several outputs copy
+    (an edge repeated into a padding) receive the sum of their cotangents.
+    """
+    moved = xp.moveaxis(g, axis, 0)
+    if is_numpy_array(g):  # sums of runs of sorted indices: many times faster than np.add.at
+        index = np.asarray(index)
+        order = np.argsort(index, kind="stable")
+        keys = index[order]
+        first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        out = np.zeros((n, *moved.shape[1:]), dtype=g.dtype)
+        out[keys[first]] = np.add.reduceat(moved[order], first, axis=0)
+        return np.moveaxis(out, 0, axis)
+    zero = xp.zeros((n, *moved.shape[1:]), dtype=g.dtype, device=device_of(g))
+    return xp.moveaxis(scatter_add(zero, index, moved), 0, axis)
 
 
 def pad_zeros(x: Any, widths: Any) -> Any:

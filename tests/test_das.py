@@ -1,5 +1,6 @@
 """DAS receivers of sweep.elastic: strain rates, gauges, fibres, gradients, adapters, errors."""
 
+import inspect
 import math
 
 import numpy as np
@@ -188,25 +189,34 @@ def test_helical_response_geometry():
     np.testing.assert_allclose(np.diag(w), [1 / 3] * 3, rtol=1e-6)
 
 
-def _check_gradients(ndim, free_surface, nt, **das_kw):
-    """Directional derivatives (vp, vs, rho) vs central differences; the source dot test."""
+def _check_gradients(ndim, free_surface, nt, impl, **das_kw):
+    """Directional derivatives (vp, vs, rho) vs central differences; the source dot test.
+
+    ``impl="eager"``: torch autodiff; ``"c"``: the kernels' adjoint on NumPy arrays.
+    """
     models, h, dt, kw = _point_problem(ndim, free_surface, nt)
-    kw.update(das_kw)
-    t_kw = dict(kw, source_amplitudes=torch.from_numpy(kw["source_amplitudes"]))
-    out, pullback = sweep.vjp(sweep.elastic, *(torch.from_numpy(m) for m in models), h, dt, **t_kw)
+    kw.update(das_kw, impl=impl)
+    if impl == "eager":
+        t_kw = dict(kw, source_amplitudes=torch.from_numpy(kw["source_amplitudes"]))
+        t_models = (torch.from_numpy(m) for m in models)
+        out, pullback = sweep.vjp(sweep.elastic, *t_models, h, dt, **t_kw)
+    else:
+        out, pullback = sweep.vjp(sweep.elastic, *models, h, dt, **kw)
+    assert out.impl == impl
     rng = np.random.default_rng(1)
     d = rng.standard_normal(out.receivers.shape)
-    g = pullback(torch.from_numpy(d))
+    g = pullback(torch.from_numpy(d) if impl == "eager" else d)
+    g = {k: np.asarray(x) for k, x in g.items()}
     eps = 1e-6
     for i, name in enumerate(MODELS):
         dm = models[i] * rng.uniform(-1.0, 1.0, models[i].shape)
         plus = [m + eps * dm if j == i else m for j, m in enumerate(models)]
         minus = [m - eps * dm if j == i else m for j, m in enumerate(models)]
         fd = float(np.vdot(d, (_run(plus, h, dt, **kw) - _run(minus, h, dt, **kw)) / (2 * eps)))
-        an = float(np.vdot(g[name].numpy(), dm))
+        an = float(np.vdot(g[name], dm))
         assert math.isclose(fd, an, rel_tol=1e-6), (name, fd, an)
-    lhs = float(np.vdot(d, out.receivers.numpy()))
-    rhs = float(np.vdot(g["source_amplitudes"].numpy(), kw["source_amplitudes"]))
+    lhs = float(np.vdot(d, np.asarray(out.receivers)))
+    rhs = float(np.vdot(g["source_amplitudes"], kw["source_amplitudes"]))
     assert abs(lhs - rhs) <= 1e-12 * abs(lhs), (lhs, rhs)
 
 
@@ -219,33 +229,39 @@ def _das_receivers(ndim):
                 fibre=Fibre(pts, channel_spacing=7.0))  # fmt: skip
 
 
+IMPLS = ["eager", "c"]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("free_surface", [False, True])
-def test_gradients_through_das_2d(free_surface):
+def test_gradients_through_das_2d(free_surface, impl):
     kw = _das_receivers(2)
-    _check_gradients(2, free_surface, 30, **kw)
+    _check_gradients(2, free_surface, 30, impl, **kw)
     # Gauges and strain (the normal kinds and the fibre).
     kw.update(receiver_locations=np.array([[[1, 5], [5, 6], [6, 6]]]),
               receiver_kind=["exx", "ezz", "exx"], gauge_length=5.0, quantity="strain")  # fmt: skip
-    _check_gradients(2, free_surface, 30, **kw)
+    _check_gradients(2, free_surface, 30, impl, **kw)
 
 
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("free_surface", [False, True])
-def test_gradients_through_das_3d(free_surface):
+def test_gradients_through_das_3d(free_surface, impl):
     kw = _das_receivers(3)
     kw.update(gauge_length=5.0, quantity="strain")
     kw["receiver_locations"] = np.array([[[1, 5, 5], [5, 4, 6], [6, 6, 4]]])
     kw["receiver_kind"] = ["exx", "ezz", "eyy"]
-    _check_gradients(3, free_surface, 16, **kw)
+    _check_gradients(3, free_surface, 16, impl, **kw)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("free_surface", [False, True])
-def test_gradients_through_das_3d_every_kind(free_surface):
-    _check_gradients(3, free_surface, 16, **_das_receivers(3))
+def test_gradients_through_das_3d_every_kind(free_surface, impl):
+    _check_gradients(3, free_surface, 16, impl, **_das_receivers(3))
 
 
 def test_adapters_agree():
-    """PropTorch and PropJax: the same DAS data and gradients as sweep.elastic."""
+    """PropTorch and PropJax, eager and compiled: the same DAS data and gradients."""
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
@@ -259,28 +275,36 @@ def test_adapters_agree():
     kw["receiver_kind"] = ["exx", "ezz", "exx", "exz"]
     kw["receiver_locations"] = kw["receiver_locations"][:, :4]
     kw["gauge_length"] = None
-    want = sweep.elastic(*models, h, dt, source_amplitudes=amp, **kw).receivers
+    want = sweep.elastic(*models, h, dt, source_amplitudes=amp, impl="eager", **kw).receivers
     settings = dict(grid_spacing=h, dt=dt, **kw)
     src, rec = settings.pop("source_locations"), settings.pop("receiver_locations")
-    pt = PropTorch("elastic", source_locations=src, receiver_locations=rec, **settings)
-    tm = [torch.from_numpy(m).requires_grad_() for m in models]
-    got_t = pt(*tm, source_amplitudes=torch.from_numpy(amp))
-    np.testing.assert_allclose(
-        got_t.detach().numpy(), want, rtol=1e-10, atol=1e-12 * abs(want).max()
-    )
-    (got_t**2).sum().backward()
-    with jax.enable_x64(True):
-        pj = PropJax("elastic", source_locations=src, receiver_locations=rec, **settings)
+    ref = None
+    for impl in ("eager", "c"):
+        pt = PropTorch("elastic", source_locations=src, receiver_locations=rec, impl=impl,
+                       **settings)  # fmt: skip
+        assert pt.impl == impl
+        tm = [torch.from_numpy(m).requires_grad_() for m in models]
+        got_t = pt(*tm, source_amplitudes=torch.from_numpy(amp))
+        np.testing.assert_allclose(
+            got_t.detach().numpy(), want, rtol=1e-10, atol=1e-12 * abs(want).max()
+        )
+        (got_t**2).sum().backward()
+        ref = [m.grad.numpy() for m in tm] if ref is None else ref  # torch autodiff, eager
+        with jax.enable_x64(True):
+            pj = PropJax("elastic", source_locations=src, receiver_locations=rec, impl=impl,
+                         **settings)  # fmt: skip
 
-        def loss(*ms):
-            return jnp.sum(pj(*ms, source_amplitudes=jnp.asarray(amp)) ** 2)
+            def loss(*ms, pj=pj):
+                return jnp.sum(pj(*ms, source_amplitudes=jnp.asarray(amp)) ** 2)
 
-        got_j = pj(*(jnp.asarray(m) for m in models), source_amplitudes=jnp.asarray(amp))
-        grads = jax.grad(loss, argnums=(0, 1, 2))(*(jnp.asarray(m) for m in models))
-    np.testing.assert_allclose(np.asarray(got_j), want, rtol=1e-10, atol=1e-12 * abs(want).max())
-    for g_t, g_j in zip(tm, grads, strict=True):
-        ref = g_t.grad.numpy()
-        np.testing.assert_allclose(np.asarray(g_j), ref, rtol=1e-8, atol=1e-10 * abs(ref).max())
+            got_j = pj(*(jnp.asarray(m) for m in models), source_amplitudes=jnp.asarray(amp))
+            grads = jax.grad(loss, argnums=(0, 1, 2))(*(jnp.asarray(m) for m in models))
+        np.testing.assert_allclose(
+            np.asarray(got_j), want, rtol=1e-10, atol=1e-12 * abs(want).max()
+        )
+        for k in range(3):
+            for g in (tm[k].grad.numpy(), np.asarray(grads[k])):
+                np.testing.assert_allclose(g, ref[k], rtol=1e-8, atol=1e-10 * abs(ref[k]).max())
 
 
 def test_bad_input():
@@ -348,17 +372,58 @@ def test_plot_das_gather():
     ax.figure.clf()
 
 
-def test_das_receivers_run_eager_until_the_kernels_take_them():
-    """impl=None picks the eager path for DAS receivers; impl='c' says so before any compute."""
-    nz, nx, h, dt, nt = 20, 24, 5.0, 8e-4, 30
-    models = _homogeneous((nz, nx))
-    kw = dict(source_amplitudes=ricker(25.0, nt, dt, 0.02)[None, None],
-              source_locations=np.array([[[8, 10]]]), receiver_locations=np.array([[[12, 12]]]),
-              pml_width=6)  # fmt: skip
-    plain = sweep.elastic(*models, h, dt, receiver_kind="vz", **kw)
-    assert plain.impl == "c"
-    strain = sweep.elastic(*models, h, dt, receiver_kind="ezz", **kw)
-    assert strain.impl == "eager"
-    for das_kw in ({"receiver_kind": "ezz"}, {"receiver_kind": "exz", "quantity": "strain"}):
-        with pytest.raises(ValueError, match=r"impl='c' cannot run this call: its kernels do not"):
-            sweep.elastic(*models, h, dt, impl="c", **kw, **das_kw)
+COMPILED_CASES = [
+    # ndim, free surface, gauge, quantity, winding angle of the fibre
+    (2, False, None, "rate", None),
+    (2, True, 5.0, "strain", 35.26438968),
+    (3, True, None, "rate", 54.73561032),
+    (3, False, 5.0, "strain", None),
+]
+
+
+@pytest.mark.parametrize(("ndim", "free_surface", "gauge", "quantity", "winding"), COMPILED_CASES)
+def test_compiled_matches_eager(ndim, free_surface, gauge, quantity, winding):
+    """impl='c' records the DAS rows (every kind, gauges, strain, fibres) as the eager path."""
+    models, h, dt, kw = _point_problem(ndim, free_surface, nt=30)
+    names = ("ezz", "exx", "exz") if ndim == 2 else ("ezz", "eyy", "exx", "eyz", "exz", "exy")
+    if gauge is not None:
+        names = tuple(n for n in names if n[1] == n[2])  # a gauge takes the normal kinds only
+    top = 1 if gauge is None else 2  # a gauge along z must not reach the surface row
+    locs = [[top] + [5] * (ndim - 1)]
+    locs += [[5 + k % 3] + [6] * (ndim - 1) for k in range(len(names))]
+    locs += [[6] + [4] * (ndim - 1), [4] * ndim]  # and two plain kinds among them
+    pts = [[5.0] + [15.0] * (ndim - 1), [40.0] + [30.0] + [20.0] * (ndim - 2)]
+    kw.update(receiver_locations=np.array([locs]), receiver_kind=["ezz", *names, "vz", "p"],
+              fibre=Fibre(pts, channel_spacing=7.0, winding_angle=winding),
+              gauge_length=gauge, quantity=quantity)  # fmt: skip
+    e = sweep.elastic(*models, h, dt, impl="eager", **kw)
+    c = sweep.elastic(*models, h, dt, **kw)
+    assert c.impl == "c"  # the default for DAS receivers too
+    scale = np.abs(e.receivers).max(axis=-1, keepdims=True)
+    assert np.all(scale > 0)
+    np.testing.assert_allclose(c.receivers, e.receivers, rtol=0, atol=1e-12 * scale.max())
+    # Every column to round-off of its own size.
+    assert np.all(np.abs(c.receivers - e.receivers) <= 1e-11 * scale)
+    for key in e.state:
+        tol = 1e-12 * max(np.abs(e.state[key]).max(), 1e-300)
+        np.testing.assert_allclose(c.state[key], e.state[key], rtol=0, atol=tol)
+
+
+def test_compiled_terms_merge_shared_cells():
+    """Overlapping gauges of a fibre share cells: the kernels record each cell once."""
+    from sweep.equations.elastic.compiled import CompiledElastic
+    from sweep.equations.elastic.propagator import _prepare
+
+    models, h, dt, kw = _point_problem(2, nt=4)
+    fibre = Fibre([[5.0, 15.0], [55.0, 15.0]], channel_spacing=5.0)
+    args = inspect.signature(sweep.elastic).bind(*models, h, dt, fibre=fibre, gauge_length=20.0,
+                                                 **kw)  # fmt: skip
+    args.apply_defaults()
+    call = _prepare(**args.arguments)
+    engine = CompiledElastic(call.geom, np, np.dtype(np.float64), **call.extra)
+    rec = engine.receivers
+    assert rec.n_terms == len(np.unique(rec.idx[0]))
+    assert rec.n_terms < len(rec.weight)  # channels share terms
+    x = np.random.default_rng(0).standard_normal((1, rec.n_terms, 3))
+    y = np.random.default_rng(1).standard_normal((1, rec.n_columns, 3))
+    assert math.isclose(np.vdot(rec.to_columns(x), y), np.vdot(x, rec.to_terms(y)), rel_tol=1e-13)

@@ -340,3 +340,24 @@ def test_missing_compiled_kernels_are_explicit(name):
         spec.function(*models, **rest, impl="c")
     with pytest.raises(ValueError, match="NumPy has none"):
         sweep.vjp(spec.function, *models, **rest)
+
+
+def test_compiled_refusal_hook(monkeypatch):
+    """An equation's ``compiled_refusal`` sends a call eager under impl=None and makes impl='c'
+    raise with its reason (no registered equation uses it now: a made-up one here)."""
+    import dataclasses
+    import sys
+    import types
+
+    module = types.ModuleType("sweep_test_refusal")
+    module.refuse = lambda settings: "it is red" if settings.get("colour") == "red" else None
+    monkeypatch.setitem(sys.modules, "sweep_test_refusal", module)
+    spec = dataclasses.replace(
+        equations.get("acoustic"), compiled_refusal="sweep_test_refusal:refuse"
+    )
+    assert spec.impl_for(None, {"colour": "blue"}) is None
+    assert spec.impl_for("c", {"colour": "blue"}) == "c"
+    assert spec.impl_for(None, {"colour": "red"}) == "eager"
+    assert spec.impl_for("eager", {"colour": "red"}) == "eager"
+    with pytest.raises(ValueError, match="impl='c' cannot run this call: it is red"):
+        spec.impl_for("c", {"colour": "red"})

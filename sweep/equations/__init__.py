@@ -136,6 +136,10 @@ class EquationSpec:
         a small random model of the equation for the contract tests
         (:func:`sweep.testing.random_problem`); None: a velocity of
         1500-2000 m/s named by ``models[0]``.
+    extra_receivers : str or None
+        ``"module:function"`` of ``count(settings) -> int``: receiver columns
+        a call's keyword settings add after those of ``receiver_locations``
+        (an elastic fibre's channels); None: none.
     """
 
     name: str
@@ -157,6 +161,15 @@ class EquationSpec:
     irreversible: str = ""
     compiled_refusal: str | None = None
     problem: str | None = None
+    extra_receivers: str | None = None
+
+    def n_receivers(self, settings: dict[str, Any]) -> int:
+        """Receiver columns of a call with keyword ``settings`` (the data's second axis)."""
+        rec = settings.get("receiver_locations")
+        n = 0 if rec is None else int(np.shape(rec)[1])
+        if self.extra_receivers is not None:
+            n += int(_load(self.extra_receivers)(settings))
+        return n
 
     def __post_init__(self) -> None:
         if ":" not in self.entry:
@@ -499,7 +512,7 @@ REGISTRY: dict[str, EquationSpec] = {
             *("ezz", "eyy", "exx", "eyz", "exz", "exy"),
         ),
         entry="sweep.equations.elastic:elastic",
-        compiled_refusal="sweep.equations.elastic.propagator:compiled_refusal",
+        extra_receivers="sweep.equations.elastic.das:fibre_channels",
         eager_entry="sweep.equations:elastic_eager_plan",
         options=(
             "source_kind",

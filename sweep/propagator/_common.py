@@ -102,7 +102,9 @@ def memory_kwargs(spec: equations.EquationSpec, memory: MemoryOptions | None) ->
     return {}
 
 
-def output_shape(settings: dict[str, Any], amp_shape: tuple[int, ...] | None) -> tuple[int, ...]:
+def output_shape(
+    spec: equations.EquationSpec, settings: dict[str, Any], amp_shape: tuple[int, ...] | None
+) -> tuple[int, ...]:
     """Receiver data shape ``(n_shots, n_receivers, nt)`` from static information."""
     rec = settings["receiver_locations"]
     if amp_shape is not None:
@@ -111,7 +113,7 @@ def output_shape(settings: dict[str, Any], amp_shape: tuple[int, ...] | None) ->
         if settings.get("nt") is None:
             raise ValueError("nt is required when there are no source_amplitudes")
         n_shots, nt = (1 if rec is None else rec.shape[0]), settings["nt"]
-    return (n_shots, 0 if rec is None else rec.shape[1], nt)
+    return (n_shots, spec.n_receivers(settings), nt)
 
 
 def select(

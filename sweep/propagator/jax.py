@@ -38,7 +38,7 @@ def _struct(x: Any) -> jax.ShapeDtypeStruct | None:
 
 
 def _receivers(prop: PropJax, models: tuple, amp: Any) -> jax.ShapeDtypeStruct:
-    shape = output_shape(prop.settings, None if amp is None else amp.shape)
+    shape = output_shape(prop.spec, prop.settings, None if amp is None else amp.shape)
     return jax.ShapeDtypeStruct(shape, models[0].dtype)
 
 

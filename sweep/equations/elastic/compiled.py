@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -31,6 +30,7 @@ import numpy as np
 from ..._compiled import CompiledStepper, _Fields
 from ..._grid import Geometry
 from ..._params import ELASTIC_FIELDS
+from ..._points import KernelTerms, kernel_terms
 from ..._stepper import ForwardState
 from . import kinds
 from .eager import EagerElastic
@@ -100,47 +100,22 @@ class ElasticAdjoint(ElasticState):
         )
 
 
-def point_terms(
-    geom: Geometry,
-    loc: np.ndarray,
-    kind_names: tuple[str, ...],
-    table: dict,
-    source: bool,
-    valid: Callable[[str, int], np.ndarray],
-) -> tuple[np.ndarray, np.ndarray]:
-    """Single-cell terms of every source or receiver, for the kernels.
+def point_terms(eager: EagerElastic, *, source: bool) -> KernelTerms:
+    """Single-cell terms of every source or receiver, for the kernels (:class:`KernelTerms`).
 
-    Returns ``idx`` (n_shots, n_terms): ``field * kernel_shot_stride +
-    cell`` (the kernels' layout), and ``weights`` (n_shots, n_columns,
-    n_terms), the weight of each term in each column (zero where a shot has
-    fewer terms: its padding repeats a cell with weight 0).  A source's
-    weights include its scale: ``1 / dV`` of a force (the kernels multiply by
-    ``dt b`` of the cell), ``dt / dV`` of a stress term, as the eager path.
-    ``valid(field, axis)``: where a field holds values along an axis (the
-    eager stepper's, so that both place the terms alike).
+    The eager path's rows (:meth:`EagerElastic.source_rows`,
+    :meth:`EagerElastic.receiver_rows`: the DAS rows included), the field in
+    the index as the kernels number them.  A source's weights include its
+    scale: ``1 / dV`` of a force (the kernels multiply by ``dt b`` of the
+    cell), ``dt / dV`` of a stress term, as the eager path.
     """
-    nd = geom.ndim
-    names = list(kinds.fields(nd))
-    dv = math.prod(geom.spacing)
-    groups = kinds.node_terms(geom, loc, kind_names, table, valid)
-    rows: list[list[tuple[int, int, int, float]]] = [[] for _ in range(loc.shape[0])]
-    for t in groups:
-        f = names.index(t.field)
-        scale = (1.0 / dv if t.field.startswith("v") else geom.dt / dv) if source else 1.0
-        cells = geom.kernel_index(t.cell)
-        for s, c, cell, w in zip(t.shot, t.column, cells, t.weight, strict=True):
-            rows[int(s)].append((int(c), f, int(cell), float(w) * scale))
-    n_terms = max([len(r) for r in rows] + [1])
-    stride = geom.kernel_shot_stride
-    idx = np.zeros((loc.shape[0], n_terms), dtype=np.int64)
-    weights = np.zeros((loc.shape[0], loc.shape[1], n_terms))
-    for s, r in enumerate(rows):
-        for k, (c, f, cell, w) in enumerate(r):
-            idx[s, k] = f * stride + cell
-            weights[s, c, k] = w
-        if r:
-            idx[s, len(r) :] = idx[s, 0]
-    return idx, weights
+    g = eager.geom
+    names = list(kinds.fields(g.ndim))
+    if not source:
+        return kernel_terms(g, eager.rec_rows, names, g.n_rec)
+    dv = math.prod(g.spacing)
+    return kernel_terms(g, eager.source_rows(), names, g.n_src,
+                        lambda f: 1.0 / dv if f.startswith("v") else g.dt / dv)  # fmt: skip
 
 
 class CompiledElastic(CompiledStepper):
@@ -157,25 +132,37 @@ class CompiledElastic(CompiledStepper):
     model_fields = frozenset({"coef"})
     writes = _WRITES
 
-    def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0, *,
-                 source_kind: tuple[str, ...], receiver_kind: tuple[str, ...]) -> None:  # fmt: skip
+    def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0,
+                 **options: Any) -> None:  # fmt: skip
+        """``options``: the call's source and receiver settings (``Call.extra``: kinds, DAS)."""
         super().__init__(geom, xp, dtype, n_threads)
         nd = geom.ndim
         like = np.zeros(geom.model_shape, dtype=self.dtype)
-        self.eager = EagerElastic.build(
-            geom, like, source_kind=source_kind, receiver_kind=receiver_kind
-        )
+        self.eager = EagerElastic.build(geom, like, **options)
         self.n_fields = len(kinds.fields(nd))
         self.n_coefficients = nd + nd * nd + (1 if nd == 2 else 3)
-        self.src_idx, self.src_w = point_terms(
-            geom, geom.src_loc, source_kind, kinds.source_kinds(nd), True, self.eager.valid
-        )
-        self.rec_idx, self.rec_w = point_terms(
-            geom, geom.rec_loc, receiver_kind, kinds.receiver_kinds(nd), False, self.eager.valid
-        )
-        self.kinds = {"source_kind": source_kind, "receiver_kind": receiver_kind}
-        self.n_src_terms = self.src_idx.shape[1] if geom.n_src else 0
-        self.n_rec_terms = self.rec_idx.shape[1] if geom.n_rec else 0
+        self.sources = point_terms(self.eager, source=True)
+        self.receivers = point_terms(self.eager, source=False)
+        self.src_idx, self.rec_idx = self.sources.idx, self.receivers.idx
+        self.kinds = dict(options)
+        self.n_src_terms = self.sources.n_terms if geom.n_src else 0
+        self.n_rec_terms = self.receivers.n_terms if geom.n_rec else 0
+
+    def record_columns(self, terms: np.ndarray) -> np.ndarray:
+        """Receiver data ``(n_shots, n_rec, nt)`` from the recorded terms (strain where asked)."""
+        return self.eager.finish_records(self.receivers.to_columns(terms))
+
+    def record_terms_transpose(self, cot: np.ndarray) -> np.ndarray:
+        """Return the transpose of :meth:`record_columns` applied to ``cot`` (per term)."""
+        return self.receivers.to_terms(self.eager.finish_records_transpose(cot))
+
+    @functools.cached_property
+    def eager64(self) -> EagerElastic:
+        """The eager set-up in float64 NumPy (the gradients' chain rule runs in it)."""
+        if self.dtype == np.float64:
+            return self.eager
+        like = np.zeros(self.geom.model_shape, dtype=np.float64)
+        return EagerElastic.build(self.geom, like, **self.kinds)
 
     # -- facts the memory strategies use --------------------------------------
     @property
@@ -383,29 +370,49 @@ def coefficient_arrays(eager: EagerElastic, xp: Any, vp: Any, vs: Any, rho: Any)
     return out
 
 
+def coefficient_arrays_transpose(
+    eager: EagerElastic, g: tuple[Any, ...], vp: Any, vs: Any, rho: Any
+) -> tuple[Any, Any, Any]:
+    """Apply the transposed Jacobian of :func:`coefficient_arrays` to its cotangents ``g``.
+
+    Returns the cotangents of ``vp``, ``vs``, ``rho``: the live masks, then
+    :meth:`EagerElastic.coefficients_transpose` (hand-written, any Array-API
+    library, no autodiff).
+    """
+    nd = eager.geom.ndim
+    names = list(kinds.fields(nd))
+    axes = kinds.AXES[nd]
+    it = iter(g)
+
+    def live(name: str) -> Any:
+        return next(it) * eager.field_live[name][0]
+
+    cot: dict[str, dict[Any, Any]] = {"b": {}, "C": {}, "mu": {}}
+    for a in axes:
+        cot["b"][kinds.velocity(a)] = live(kinds.velocity(a))
+    for i in range(nd):
+        for j in range(nd):
+            cot["C"][(i, j)] = live(names[nd + i])
+    for i in range(nd):
+        for j in range(i + 1, nd):
+            s = kinds.stress(axes[i], axes[j])
+            cot["mu"][s] = live(s)
+    return eager.coefficients_transpose(vp, vs, rho, cot)
+
+
 def model_gradients(
     engine: CompiledElastic, g: tuple[Any, ...], vp: Any, vs: Any, rho: Any
 ) -> dict[str, Any]:
     """Gradients with respect to ``vp``, ``vs`` and ``rho`` from those w.r.t. the coefficients.
 
     The chain rule of :func:`coefficient_arrays` (the eager path's averaging,
-    the free-surface moduli, the repetition into the CPML and the halo), by
-    torch autodiff of that function in float64 on the host: a vector-Jacobian
-    product of the model set-up, once per gradient.
+    the free-surface moduli, the repetition into the CPML and the halo) by
+    its hand-written transpose (:func:`coefficient_arrays_transpose`), in
+    float64 on the host: NumPy only, no autodiff library needed.
     """
-    import torch
-
-    geom = engine.geom
-    like = torch.zeros(geom.model_shape, dtype=torch.float64)
-    eager = EagerElastic.build(geom, like, **engine.kinds)
-    models = [torch.tensor(np.asarray(m, dtype=np.float64), requires_grad=True)
-              for m in (vp, vs, rho)]  # fmt: skip
-    arrays = coefficient_arrays(eager, torch, *models)
-    total = sum((a * torch.from_numpy(np.asarray(x, dtype=np.float64))).sum()
-                for a, x in zip(arrays, g, strict=True))  # fmt: skip
-    grads = torch.autograd.grad(total, models, allow_unused=True)
-    out = {}
-    for name, m, x in zip(("vp", "vs", "rho"), models, grads, strict=True):
-        x = torch.zeros_like(m) if x is None else x
-        out[name] = x.detach().numpy().astype(engine.dtype)
-    return out
+    eager = engine.eager64
+    as64 = [np.asarray(x, dtype=np.float64) for x in g]
+    models = [np.asarray(m, dtype=np.float64) for m in (vp, vs, rho)]
+    grads = coefficient_arrays_transpose(eager, tuple(as64), *models)
+    return {name: np.asarray(x).astype(engine.dtype)
+            for name, x in zip(("vp", "vs", "rho"), grads, strict=True)}  # fmt: skip

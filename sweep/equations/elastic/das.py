@@ -341,6 +341,14 @@ def kind_terms(
     ``gauge_length``: normal strain rates ``e_aa`` are averaged over
     ``[-L/2, L/2]`` along axis ``a`` (a straight fibre along ``a``).
     """
+    loc = np.ascontiguousarray(geom.rec_loc)
+    key = ("kinds", *_geometry_key(geom), loc.shape, loc.tobytes(), tuple(kind_list), gauge_length)
+    return _cached(key, lambda: _kind_rows(geom, kind_list, gauge_length))
+
+
+def _kind_rows(
+    geom: Geometry, kind_list: Sequence[str], gauge_length: float | None
+) -> list[PointTerms]:
     axes = kinds.AXES[geom.ndim]
     rows = _Rows(geom)
     for col, kind in enumerate(kind_list):
@@ -366,21 +374,32 @@ def fibre_terms(
     geom: Geometry, fibre: Fibre, first_column: int, gauge_length: float | None
 ) -> list[PointTerms]:
     """Rows of ``fibre``'s channels, columns ``first_column`` onwards, every shot."""
-    key = (geom.padded_shape, geom.halo, geom.order, geom.spacing, geom.free_surface,
-           tuple(geom.lo(d) for d in range(geom.ndim)), fibre, gauge_length)  # fmt: skip
-    if key not in _FIBRE_CACHE:  # adapters rebuild the plan every call: build rows once
-        while len(_FIBRE_CACHE) >= 4:
-            _FIBRE_CACHE.pop(next(iter(_FIBRE_CACHE)))
-        _FIBRE_CACHE[key] = _fibre_rows(geom, fibre, gauge_length)
+    key = ("fibre", *_geometry_key(geom), fibre, gauge_length)
     n = geom.n_shots
     return [
         PointTerms(t.field, np.repeat(np.arange(n, dtype=np.int64), t.cell.size),
                    np.tile(t.column + first_column, n), np.tile(t.cell, n), np.tile(t.weight, n))
-        for t in _FIBRE_CACHE[key]
+        for t in _cached(key, lambda: _fibre_rows(geom, fibre, gauge_length))
     ]  # fmt: skip
 
 
-_FIBRE_CACHE: dict[tuple, list[PointTerms]] = {}
+def _geometry_key(geom: Geometry) -> tuple:
+    """Return what the rows depend on besides the receivers: grid, order, surfaces."""
+    return (geom.padded_shape, geom.halo, geom.order, geom.spacing, geom.free_surface,
+            tuple(geom.lo(d) for d in range(geom.ndim)))  # fmt: skip
+
+
+# Rows built recently: the adapters rebuild their plan every call, the compiled
+# path builds the eager set-up twice (float32 kernels, float64 chain rule).
+_ROW_CACHE: dict[tuple, list[PointTerms]] = {}
+
+
+def _cached(key: tuple, build: Any) -> list[PointTerms]:
+    if key not in _ROW_CACHE:
+        while len(_ROW_CACHE) >= 8:
+            _ROW_CACHE.pop(next(iter(_ROW_CACHE)))
+        _ROW_CACHE[key] = build()
+    return _ROW_CACHE[key]
 
 
 def _fibre_rows(geom: Geometry, fibre: Fibre, gauge_length: float | None) -> list[PointTerms]:
@@ -397,6 +416,12 @@ def _fibre_rows(geom: Geometry, fibre: Fibre, gauge_length: float | None) -> lis
         for p, q, w in pieces:
             rows.point((0, c), p, w, q / total)
     return rows.terms()
+
+
+def fibre_channels(settings: dict[str, Any]) -> int:
+    """Receiver columns a call's ``fibre`` setting adds (the registry's ``extra_receivers``)."""
+    fibre = settings.get("fibre")
+    return 0 if fibre is None else int(fibre.n_channels)
 
 
 def check_receivers(

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ... import _fd
-from ..._points import inject_terms
+from ..._points import PointTerms, inject_terms
 from ..._staggered import EagerStaggered
 from . import das, kinds
 
@@ -108,29 +108,46 @@ class EagerElastic(EagerStaggered):
         shape[d + 1] = -1
         return [self._asarray(row.reshape(shape)) for row in w]
 
-    def _setup_points(self) -> None:
+    def source_rows(self) -> list[PointTerms]:
+        """Every source's weighted point operator, unscaled (each path folds in its scale)."""
         g = self.geom
         src_kinds = self.options.get("source_kind") or ("fz",) * g.n_src
-        rec_kinds = self.options.get("receiver_kind") or ("vz",) * g.n_rec
+        return kinds.node_terms(g, g.src_loc, src_kinds, kinds.source_kinds(g.ndim), self.valid)
 
-        valid = self.valid
-        src = kinds.node_terms(g, g.src_loc, src_kinds, kinds.source_kinds(g.ndim), valid)
-        # A stress-kind source's scale dt / dV is a constant: fold it into the weights.
-        scale = g.dt / self.dv
-        src = [t if t.field.startswith("v") else replace(t, weight=t.weight * scale) for t in src]
-        self.src_v = self.point_terms([t for t in src if t.field.startswith("v")], g.n_src)
-        self.src_s = self.point_terms([t for t in src if t.field.startswith("s")], g.n_src)
+    def receiver_rows(self) -> list[PointTerms]:
+        """Every receiver's weighted point operator: the kinds' and the DAS rows (:mod:`.das`).
+
+        The eager and the compiled paths record the same rows.
+        """
+        g = self.geom
+        rec_kinds = self.receiver_kinds
         table = dict(kinds.receiver_kinds(g.ndim), **{kinds.FIBRE: kinds.Kind(kinds.FIBRE, ())})
-        rec = kinds.node_terms(g, g.rec_loc, rec_kinds, table, valid)  # strain kinds: no terms
+        rec = kinds.node_terms(g, g.rec_loc, rec_kinds, table, self.valid)  # strain: no terms
         gauge, fibre = self.options.get("gauge_length"), self.options.get("fibre")
         if any(k.startswith("e") for k in rec_kinds):
             rec += das.kind_terms(g, rec_kinds, gauge)
         if fibre is not None:
             rec += das.fibre_terms(g, fibre, rec_kinds.index(kinds.FIBRE), gauge)
-        self.rec_terms = self.point_terms(rec, g.n_rec)
+        return rec
+
+    @property
+    def receiver_kinds(self) -> tuple[str, ...]:
+        """One kind per receiver column (the fibre's channels: :data:`kinds.FIBRE`)."""
+        return tuple(self.options.get("receiver_kind") or ("vz",) * self.geom.n_rec)
+
+    def _setup_points(self) -> None:
+        g = self.geom
+        src = self.source_rows()
+        # A stress-kind source's scale dt / dV is a constant: fold it into the weights.
+        scale = g.dt / self.dv
+        src = [t if t.field.startswith("v") else replace(t, weight=t.weight * scale) for t in src]
+        self.src_v = self.point_terms([t for t in src if t.field.startswith("v")], g.n_src)
+        self.src_s = self.point_terms([t for t in src if t.field.startswith("s")], g.n_src)
+        self.rec_rows = self.receiver_rows()
+        self.rec_terms = self.point_terms(self.rec_rows, g.n_rec)
         # Columns integrated in time (quantity="strain"), as a (1, n_rec, 1) mask.
         integrate = [self.options.get("quantity") == "strain" and kinds.is_strain(k)
-                     for k in rec_kinds]  # fmt: skip
+                     for k in self.receiver_kinds]  # fmt: skip
         self.integrate = (
             self._asarray(np.asarray(integrate, dtype=np.float64).reshape(1, -1, 1))
             if any(integrate) else None
@@ -179,6 +196,84 @@ class EagerElastic(EagerStaggered):
             mus[kinds.stress(a, bb)] = dt * math.prod(pos) * 4 / inv
         src = {v: bv / self.dv for v, bv in b.items()}
         return {"b": b, "C": c, "mu": mus, "src": src}
+
+    def coefficients_transpose(
+        self, vp: Any, vs: Any, rho: Any, cot: dict[str, dict[Any, Any]]
+    ) -> tuple[Any, Any, Any]:
+        """Apply the transposed Jacobian of :meth:`coefficients` to cotangents ``cot``.
+
+        ``cot["b"]``, ``cot["C"]``, ``cot["mu"]``: cotangents (padded, no shot
+        axis) keyed as the outputs; a missing key counts as zero.  Returns the
+        cotangents of ``vp``, ``vs``, ``rho`` (model shape): the exact
+        derivative of every step, the averages onto staggered points, the
+        free-surface moduli and the repetition into the padding, with no
+        autodiff (any Array-API library).  Where a harmonic mean has a zero
+        corner it is zero, and so is its derivative (as autodiff of
+        :meth:`coefficients` gives).
+        """
+        dt, nd = self.geom.dt, self.geom.ndim
+        vp, vs, rho = (self.pad_model(m) for m in (vp, vs, rho))
+        mu = rho * vs * vs
+        m2 = rho * vp * vp
+        lam = m2 - 2 * mu
+        g_rho: Any = 0.0
+        g_mu: Any = 0.0
+        g_m2: Any = 0.0
+        g_lam: Any = 0.0
+        g_lam_s: Any = 0.0
+        for d, a in enumerate(self.axes):  # b = 2 dt / (rho + rho_next)
+            gb = cot.get("b", {}).get(kinds.velocity(a))
+            if gb is not None:
+                total = rho + self._shift(rho, d)
+                gs = gb * (-2.0 * dt) / (total * total)
+                g_rho = g_rho + gs + self._shift_transpose(gs, d)
+        for i in range(nd):
+            for j in range(nd):
+                gc = cot.get("C", {}).get((i, j))
+                if gc is None:
+                    continue
+                g_base = dt * gc
+                for d, row in reversed(self.surface):  # base = base (1 - row) + on row
+                    if d == i:
+                        continue
+                    if j != d:
+                        g_on = g_base * row
+                        g_lam_s = g_lam_s + g_on
+                        if i == j:
+                            g_mu = g_mu + 2 * g_on
+                    g_base = g_base * (1 - row)
+                if i == j:
+                    g_m2 = g_m2 + g_base
+                else:
+                    g_lam = g_lam + g_base
+        if not isinstance(g_lam_s, float):  # lam_s = 2 lam mu / m2
+            g_lam = g_lam + g_lam_s * 2 * mu / m2
+            g_mu = g_mu + g_lam_s * 2 * lam / m2
+            g_m2 = g_m2 - g_lam_s * 2 * lam * mu / (m2 * m2)
+        g_m2 = g_m2 + g_lam  # lam = m2 - 2 mu
+        g_mu = g_mu - 2 * g_lam
+        for (i, a), (j, bb) in _pairs(self.axes):  # 4 dt / sum(1 / corner), 0 at a zero corner
+            gm = cot.get("mu", {}).get(kinds.stress(a, bb))
+            if gm is None:
+                continue
+            corners = [
+                mu,
+                self._shift(mu, i),
+                self._shift(mu, j),
+                self._shift(self._shift(mu, i), j),
+            ]
+            pos = [self.xp.astype(x > 0, x.dtype) for x in corners]
+            safe = [x * p + (1 - p) for x, p in zip(corners, pos, strict=True)]
+            inv = sum(1 / x for x in safe)
+            scale = gm * (4 * dt) * math.prod(pos) / (inv * inv)
+            g_c = [scale * p / (x * x) for x, p in zip(safe, pos, strict=True)]
+            g_mu = g_mu + g_c[0] + self._shift_transpose(g_c[1], i)
+            g_mu = g_mu + self._shift_transpose(g_c[2], j)
+            g_mu = g_mu + self._shift_transpose(self._shift_transpose(g_c[3], j), i)
+        g_rho = g_rho + g_mu * vs * vs + g_m2 * vp * vp  # mu = rho vs^2, m2 = rho vp^2
+        g_vs = g_mu * 2 * rho * vs
+        g_vp = g_m2 * 2 * rho * vp
+        return tuple(self.pad_model_transpose(x + 0 * vp) for x in (g_vp, g_vs, g_rho))
 
     # -- the step ---------------------------------------------------------------------
     def _stretched(self, f: Any, name: str, d: int, psi: Any) -> tuple[Any, Any]:
@@ -246,6 +341,19 @@ class EagerElastic(EagerStaggered):
         rate = records[..., :-1] * self.geom.dt
         summed = self.xp.cumulative_sum(rate, axis=-1, include_initial=True)
         return records + self.integrate * (summed - records)
+
+    def finish_records_transpose(self, cot: Any) -> Any:
+        """Apply the transpose of :meth:`finish_records` to a receiver cotangent ``cot``.
+
+        On the strain columns, ``rate_cot[k] = dt sum_{t > k} cot[t]`` (a
+        reversed exclusive cumulative sum); the other columns pass through.
+        """
+        if self.integrate is None:
+            return cot
+        xp = self.xp
+        later = xp.flip(xp.cumulative_sum(xp.flip(cot[..., 1:], axis=-1), axis=-1), axis=-1)
+        summed = xp.concat([later * self.geom.dt, xp.zeros_like(cot[..., :1])], axis=-1)
+        return cot + self.integrate * (summed - cot)
 
     def stack_records(self, records: list[Any]) -> Any:
         """Receiver data (n_shots, n_rec, nt), with :meth:`finish_records` applied."""

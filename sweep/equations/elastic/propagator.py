@@ -140,24 +140,6 @@ def _prepare(
 QUANTITIES = ("rate", "strain")
 
 
-def compiled_refusal(settings: dict[str, Any]) -> str | None:
-    """Return why the compiled kernels cannot record these receivers, or None.
-
-    They record single-cell terms; the DAS rows (strain kinds, gauges,
-    fibres, strain) run on the eager path until the kernels take them.
-    """
-    rec = settings.get("receiver_kind", "vz")
-    rec = (rec,) if isinstance(rec, str) else tuple(rec)
-    if (
-        settings.get("fibre") is not None
-        or settings.get("gauge_length") is not None
-        or settings.get("quantity", "rate") == "strain"
-        or any(isinstance(k, str) and kinds.is_strain(k) for k in rec)
-    ):
-        return "its kernels do not record strain-rate (DAS) receivers yet"
-    return None
-
-
 def _wavefields(ndim: int) -> tuple[str, ...]:
     """Return the state's fields (a restart's ``initial_state`` keys)."""
     return (*kinds.fields(ndim), *(k for k, _, _ in kinds.memory_variables(ndim)))
@@ -219,8 +201,9 @@ def elastic(
     the grid, the averaging of the parameters and the conventions).  Fluid
     regions (``vs = 0``) need no special treatment.  Gradients with respect
     to ``vp``, ``vs``, ``rho`` and the source amplitudes come from
-    :func:`sweep.vjp` (torch or JAX autodiff of this discrete function) or the
-    adapters ``PropTorch("elastic")`` and ``PropJax("elastic")``.
+    :func:`sweep.vjp` (``impl="c"``: the kernels' hand-written adjoint, NumPy
+    arrays suffice; ``impl="eager"``: torch or JAX autodiff of this discrete
+    function) or the adapters ``PropTorch("elastic")`` and ``PropJax("elastic")``.
 
     Parameters
     ----------
@@ -312,11 +295,6 @@ def _elastic_vjp(
     return _result(call, receivers, state), pullback
 
 
-def _point_kinds(call: Call) -> dict[str, Any]:
-    """Return the source and receiver kinds of a compiled run (single-cell terms, no DAS)."""
-    return {k: call.extra[k] for k in ("source_kind", "receiver_kind")}
-
-
 def _run_compiled(call: Call, *, gradient: bool) -> tuple[ElasticResult, Any]:
     """Run the compiled forward pass (with a tape for the adjoint when ``gradient``).
 
@@ -331,11 +309,11 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[ElasticResult, Any]:
     models = [kernel_array(call.models[k], dtype, name=k) for k in ("vp", "vs", "rho")]
     if not isinstance(models[0], np.ndarray):
         raise ValueError("elastic impl='c' runs on the CPU: pass host arrays or use impl='eager'")
-    engine = CompiledElastic(g, np, models[0].dtype, call.n_threads or 0, **_point_kinds(call))
+    engine = CompiledElastic(g, np, models[0].dtype, call.n_threads or 0, **call.extra)
     amp = None
     if call.amp is not None and g.n_src:
         a = engine.kernel_input(call.amp, name="source_amplitudes")
-        amp = np.ascontiguousarray(np.einsum("sck,sct->skt", engine.src_w, a), dtype=engine.dtype)
+        amp = np.ascontiguousarray(engine.sources.to_terms(a), dtype=engine.dtype)
     coeffs = engine.kernel_coefficients(*models)
     plan = _memory.plan(engine, call.memory) if gradient else None
 
@@ -349,7 +327,7 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[ElasticResult, Any]:
     stepper = _callbacks.wrap(engine, call.callbacks, forward=event)
     initial = None if call.initial_state is None else restart
     rec_terms, final, tape = _memory.forward(stepper, coeffs, amp, plan, call.progress, initial)
-    receivers = np.einsum("sck,skt->sct", engine.rec_w, rec_terms).astype(engine.dtype)
+    receivers = engine.record_columns(rec_terms).astype(engine.dtype)
     result = _result(call, from_kernel_array(receivers, like), engine.state_dict(final, like))
     result.memory_plan = plan
     return result, (engine, tape, models)
@@ -367,8 +345,7 @@ def _compiled_vjp(call: Call) -> tuple[ElasticResult, Callable[[Any], dict[str, 
     def pullback(d_receivers: Any) -> dict[str, Any]:
         check_cotangent(d_receivers, shape, dtype)
         d = engine.kernel_input(d_receivers, name="the receiver cotangent")
-        d_terms = np.ascontiguousarray(np.einsum("sck,sct->skt", engine.rec_w, d),
-                                       dtype=engine.dtype)  # fmt: skip
+        d_terms = np.ascontiguousarray(engine.record_terms_transpose(d), dtype=engine.dtype)
 
         def fields(adj: Any) -> dict[str, Any]:
             return engine.state_dict(adj, like, memory=False)
@@ -388,7 +365,7 @@ def _compiled_vjp(call: Call) -> tuple[ElasticResult, Callable[[Any], dict[str, 
         grads = {} if g_model is None else dict(model_gradients(engine, g_model, *models))
         if source:
             if call.geom.n_src:
-                g_amp = np.einsum("sck,skt->sct", engine.src_w, g_src).astype(engine.dtype)
+                g_amp = engine.sources.to_columns(g_src).astype(engine.dtype)
             else:
                 g_amp = np.zeros(tuple(call.amp.shape), dtype=engine.dtype)
             grads["source_amplitudes"] = g_amp
@@ -407,7 +384,7 @@ def _estimate_memory(*args: Any, **kwargs: Any) -> _memory.MemoryEstimate:
         bound = inspect.signature(elastic).bind(*args, **kwargs)
         bound.apply_defaults()
         call = _prepare(**bound.arguments)
-        return CompiledElastic(geom, xp, dtype, **_point_kinds(call))
+        return CompiledElastic(geom, xp, dtype, **call.extra)
 
     return memory_estimate_of(elastic, _prepare, stepper, args, kwargs, eager_states=6)
 
