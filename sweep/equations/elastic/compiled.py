@@ -123,17 +123,39 @@ def point_terms(
     names = list(kinds.fields(nd))
     dv = math.prod(geom.spacing)
     groups = kinds.node_terms(geom, loc, kind_names, table, valid)
-    rows: list[list[tuple[int, int, int, float]]] = [[] for _ in range(loc.shape[0])]
+
+    def scale(field: str) -> float:
+        return (1.0 / dv if field.startswith("v") else geom.dt / dv) if source else 1.0
+
+    return kernel_terms(geom, groups, loc.shape[:2], {n: k for k, n in enumerate(names)}, scale)
+
+
+def kernel_terms(
+    geom: Geometry,
+    groups: list[Any],
+    columns: tuple[int, int],
+    slots: dict[str, int],
+    scale: Callable[[str], float],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the single-cell terms of weighted point operators in the kernels' encoding.
+
+    ``groups``: :func:`sweep._points.node_terms`' output; ``columns``:
+    (n_shots, n_columns); ``slots[field]``: the field's slot in the kernels'
+    record; ``scale(field)``: a factor of every weight of that field.
+    Returns ``idx`` (n_shots, n_terms), ``field slot * kernel_shot_stride +
+    cell``, and ``weights`` (n_shots, n_columns, n_terms) (zero where a shot
+    has fewer terms: its padding repeats a cell with weight 0).
+    """
+    rows: list[list[tuple[int, int, int, float]]] = [[] for _ in range(columns[0])]
     for t in groups:
-        f = names.index(t.field)
-        scale = (1.0 / dv if t.field.startswith("v") else geom.dt / dv) if source else 1.0
+        f = slots[t.field]
         cells = geom.kernel_index(t.cell)
         for s, c, cell, w in zip(t.shot, t.column, cells, t.weight, strict=True):
-            rows[int(s)].append((int(c), f, int(cell), float(w) * scale))
+            rows[int(s)].append((int(c), f, int(cell), float(w) * scale(t.field)))
     n_terms = max([len(r) for r in rows] + [1])
     stride = geom.kernel_shot_stride
-    idx = np.zeros((loc.shape[0], n_terms), dtype=np.int64)
-    weights = np.zeros((loc.shape[0], loc.shape[1], n_terms))
+    idx = np.zeros((columns[0], n_terms), dtype=np.int64)
+    weights = np.zeros((*columns, n_terms))
     for s, r in enumerate(rows):
         for k, (c, f, cell, w) in enumerate(r):
             idx[s, k] = f * stride + cell
