@@ -15,6 +15,7 @@ from ..._grid import Geometry
 from ..._setup import Call, Speeds, prepare
 from ..._staggered_run import compiled_vjp, run_compiled
 from ..._validate import warn_undersampled
+from ..._xp import is_cupy_array
 from . import components as comp
 from .eager import EagerMaxwell, speeds_of
 
@@ -114,6 +115,8 @@ def _prepare(
         speeds, equation=equation, cfl_scheme="staggered", compiled=True,
         wavefields=_wavefields(ndim), **settings,
     )  # fmt: skip
+    if call.impl == "c" and settings.get("impl") in (None, "auto") and is_cupy_array(epsilon):
+        call.impl = "eager"  # the compiled kernels run on the CPU; CuPy arrays stay on the GPU
     if call.amp is not None:
         warn_undersampled(call.amp, call.geom.dt, stacklevel=4)
     g = call.geom
