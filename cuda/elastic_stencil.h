@@ -50,6 +50,8 @@
 /* The reach (taps per side of a staggered difference): a run-time value. */
 #define SWEEP_H ((sweep_int)p->halo)
 
+#include "staggered_stencil.h"
+
 #define EL_ND SWEEP_NDIM
 #define EL_A0 SWEEP_FIRST_AXIS
 #define EL_NP (EL_ND == 2 ? 1 : 3)
@@ -76,27 +78,6 @@ typedef struct SWEEP_FN(elastic_ctx) {
   int nh;
 } SWEEP_FN(elastic_ctx);
 
-/* Staggered difference at f (unscaled): forward (nodes to half nodes)
- * sum_k w_k (f[k] - f[1 - k]), backward sum_k w_k (f[k - 1] - f[-k]), s the
- * stride along the axis, w_k = w[(k - 1) ws]. */
-SWEEP_HD SWEEP_R SWEEP_FN(el_diff)(const SWEEP_R *f, sweep_int s, int fw, const SWEEP_R *w,
-                                   sweep_int ws, int nh) {
-  const sweep_int o = fw ? 0 : -1;
-  SWEEP_R acc = 0;
-  for (int k = 1; k <= nh; ++k)
-    acc = SWEEP_FMA(w[(k - 1) * ws], f[(k + o) * s] - f[(1 - k + o) * s], acc);
-  return acc;
-}
-
-/* The C-PML stretch of derivative D at cell i (memory variable m, profiles at
- * coordinate cd): psi = B psi + A D, returns D + psi. */
-SWEEP_HD SWEEP_R SWEEP_FN(el_stretch)(SWEEP_R *m, const SWEEP_R *A, const SWEEP_R *B,
-                                      sweep_int cd, SWEEP_R D) {
-  const SWEEP_R psi = SWEEP_FMA(B[cd], *m, A[cd] * D);
-  *m = psi;
-  return D + psi;
-}
-
 /* Phase V at cell i (coordinates c): the velocities; W (or NULL) receives
  * the snapshot values sum_b D_ab at W[a * pitch]. */
 SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
@@ -108,9 +89,9 @@ SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, F = EL_S(a, b), fw = a == b;
-      SWEEP_R D = SWEEP_FN(el_diff)(e->f[F] + i, e->st[d], fw, e->ws, 1, nh) * e->rdx[d];
+      SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, e->st[d], fw, e->ws, 1, nh) * e->rdx[d];
       if (mask & (1 << d))
-        D = SWEEP_FN(el_stretch)(e->m[F][d] + i, fw ? e->pah[d] : e->pa[d],
+        D = SWEEP_FN(stag_stretch)(e->m[F][d] + i, fw ? e->pah[d] : e->pa[d],
                                  fw ? e->pbh[d] : e->pb[d], c[d], D);
       acc += D;
     }
@@ -130,10 +111,10 @@ SWEEP_HD void SWEEP_FN(el_fwd_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, fw = j != b;
-      SWEEP_R x = SWEEP_FN(el_diff)(e->f[j] + i, e->st[d], fw, e->wv[d][fw] + c[d], e->n[d],
+      SWEEP_R x = SWEEP_FN(stag_diff)(e->f[j] + i, e->st[d], fw, e->wv[d][fw] + c[d], e->n[d],
                                     nh) * e->rdx[d];
       if (mask & (1 << d))
-        x = SWEEP_FN(el_stretch)(e->m[j][d] + i, fw ? e->pah[d] : e->pa[d],
+        x = SWEEP_FN(stag_stretch)(e->m[j][d] + i, fw ? e->pah[d] : e->pa[d],
                                  fw ? e->pbh[d] : e->pb[d], c[d], x);
       D[j][b] = x;
     }

@@ -50,6 +50,12 @@ cdef extern from "elastic_cpu.h" nogil:
                           sweep_int t, sweep_int n_steps, int n_threads)
 
 
+cdef extern from "maxwell_cpu.h" nogil:
+    int sweep_maxwell_run(int ndim, int order, int is_double, int adjoint,
+                          const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                          sweep_int t, sweep_int n_steps, int n_threads)
+
+
 cdef extern from "bf16_cpu.h" nogil:
     void sweep_to_bf16(const unsigned int *src, unsigned short *dst, long long n)
     void sweep_from_bf16(const unsigned short *src, unsigned int *dst, long long n)
@@ -297,6 +303,25 @@ def elastic_run(int ndim, int order, bint is_double, bint adjoint, params, field
     cdef int rc
     with nogil:
         rc = sweep_elastic_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
+    if rc != 0:
+        raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
+
+
+def maxwell_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
+                sweep_int t, sweep_int n_steps, int n_threads=0):
+    """Run ``n_steps`` steps of the Maxwell kernels (records as :func:`acoustic_run`'s,
+    ``fields`` of ``sweep._params.ELASTIC_FIELDS``, the staggered systems' record)."""
+    cdef sweep_acoustic_params p
+    cdef sweep_elastic_fields f
+    cdef const unsigned char[::1] pb
+    cdef const unsigned char[::1] fb
+    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
+                            sizeof(sweep_elastic_fields))
+    memcpy(&p, &pb[0], sizeof(p))
+    memcpy(&f, &fb[0], sizeof(f))
+    cdef int rc
+    with nogil:
+        rc = sweep_maxwell_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
     if rc != 0:
         raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
 

@@ -139,3 +139,33 @@ static inline int SWEEP_FN(row_mask)(const SWEEP_EQ_PARAMS *p, sweep_int z, swee
     case 6: SWEEP_FN(name##6) args; break;            \
     default: SWEEP_FN(name##7) args; break;           \
   }
+
+/* Images beyond the free faces of kernel axis d of one shot's field u
+ * (staggered systems): forward (adjoint 0), each image cell g takes sign
+ * times its mirror cell m; adjoint (1), m takes sign times g, which becomes
+ * zero.  half: u is staggered along d (its images start half a cell out,
+ * on the high face at index n - h - 1). */
+static inline void SWEEP_FN(mirror_axis)(const SWEEP_EQ_PARAMS *p, SWEEP_R *u, int d, int half,
+                                         int sign, int adjoint) {
+  const sweep_int h = p->halo, n = p->shape[d];
+  const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
+  for (int side = 0; side < 2; ++side) {
+    if (!(side ? p->free_hi[d] : p->free_lo[d])) continue;
+    const sweep_int g0 = side ? n - h - half : 0, g1 = side ? n : h;
+    for (sweep_int g = g0; g < g1; ++g) {
+      const sweep_int m = side ? 2 * (n - 1 - h) - g - half : 2 * h - g - half;
+      for (sweep_int j1 = 0; j1 < p->shape[e1]; ++j1) {
+        SWEEP_R *r = u + j1 * p->stride[e1];
+        for (sweep_int j2 = 0; j2 < p->shape[e2]; ++j2) {
+          const sweep_int o = j2 * p->stride[e2];
+          if (adjoint) {
+            r[o + m * p->stride[d]] += sign * r[o + g * p->stride[d]];
+            r[o + g * p->stride[d]] = 0;
+          } else {
+            r[o + g * p->stride[d]] = sign * r[o + m * p->stride[d]];
+          }
+        }
+      }
+    }
+  }
+}

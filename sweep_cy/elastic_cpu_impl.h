@@ -207,34 +207,6 @@ static inline int SWEEP_FN(el_mirrored)(int F, int b) {
   return 0;
 }
 
-/* Forward (adjoint 0): each image cell g of one shot's field u along kernel
- * axis d takes -u of its mirror cell; adjoint (1): the mirror cell takes
- * -u of the image cell, which becomes zero. */
-static void SWEEP_FN(el_images_axis)(const sweep_acoustic_params *p, SWEEP_R *u, int d,
-                                     int half, int adjoint) {
-  const sweep_int h = p->halo, n = p->shape[d];
-  const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
-  for (int side = 0; side < 2; ++side) {
-    if (!(side ? p->free_hi[d] : p->free_lo[d])) continue;
-    const sweep_int g0 = side ? n - h - half : 0, g1 = side ? n : h;
-    for (sweep_int g = g0; g < g1; ++g) {
-      const sweep_int m = side ? 2 * (n - 1 - h) - g - half : 2 * h - g - half;
-      for (sweep_int j1 = 0; j1 < p->shape[e1]; ++j1) {
-        SWEEP_R *r = u + j1 * p->stride[e1];
-        for (sweep_int j2 = 0; j2 < p->shape[e2]; ++j2) {
-          const sweep_int o = j2 * p->stride[e2];
-          if (adjoint) {
-            r[o + m * p->stride[d]] -= r[o + g * p->stride[d]];
-            r[o + g * p->stride[d]] = 0;
-          } else {
-            r[o + g * p->stride[d]] = -r[o + m * p->stride[d]];
-          }
-        }
-      }
-    }
-  }
-}
-
 /* Adjoint phase B on the halo cells of the free faces of the shot at off,
  * whose stresses (odd images) the forward phase V read: the rows cover the
  * interior only. */
@@ -271,7 +243,7 @@ static void SWEEP_FN(el_images)(const sweep_acoustic_params *p, SWEEP_R *const *
       const int b = adjoint ? EL_ND - 1 - i : i, d = EL_A0 + b;
       if (!(p->free_lo[d] || p->free_hi[d]) || !SWEEP_FN(el_mirrored)(F, b)) continue;
       const int half = F >= 2 * EL_ND; /* a shear stress along one of its axes */
-      SWEEP_FN(el_images_axis)(p, fields[F] + off, d, half, adjoint);
+      SWEEP_FN(mirror_axis)(p, fields[F] + off, d, half, -1, adjoint);
     }
 }
 

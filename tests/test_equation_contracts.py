@@ -208,6 +208,8 @@ def test_estimate_memory_is_within_ten_percent_of_the_measured_peak(name, strate
     """sweep.estimate_memory(fn, ...) against tracemalloc's peak of the same gradient run."""
     import tracemalloc
 
+    if 2 not in equations.get(name).ndims:
+        pytest.skip(f"{name} is not defined in 2D (the sizes measured here)")
     problem = random_problem(2, np.float32, equation=name, nt=300)
     spec, models, rest = _split(name, problem)
     models = [np.ascontiguousarray(np.tile(m, (3, 8))[:60, :200]) for m in models]  # larger
@@ -221,6 +223,8 @@ def test_estimate_memory_is_within_ten_percent_of_the_measured_peak(name, strate
     est = sweep.estimate_memory(spec.function, *models, **rest, impl="c", **memory)
     assert est.plan.strategy == strategy.replace("_", "-")
     assert est.peak == est.strategies[strategy]
+    # The previous equation's released fields of the same size would be reused unseen.
+    sweep.release_cached_memory()
     tracemalloc.start()
     try:
         out, pullback = sweep.vjp(spec.function, *models, **rest, impl="c", **memory)

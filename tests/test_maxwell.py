@@ -40,7 +40,8 @@ def _wavenumber(om, epsr, sigma):
 # -- physics ------------------------------------------------------------------------------
 
 
-def test_tm2d_line_source_in_a_lossy_medium_matches_the_hankel_solution():
+@pytest.mark.parametrize("impl", ["c", "eager"])
+def test_tm2d_line_source_in_a_lossy_medium_matches_the_hankel_solution(impl):
     """E_y(w) = -w mu0 I(w) H0^(2)(kR) / 4 in absolute amplitude (epsr 10, 1 mS/m, 900 MHz)."""
     hankel2 = pytest.importorskip("scipy.special").hankel2
     n, dx, dt, nt, epsr, sig = 110, 5e-3, 1e-11, 650, 10.0, 1e-3
@@ -50,7 +51,7 @@ def test_tm2d_line_source_in_a_lossy_medium_matches_the_hankel_solution():
     rec = np.array([[[55 + a, 55 + b] for a, b in offsets]])
     out = sweep.tm2d(epsr * ones, sig * ones, ones, dx, dt, source_amplitudes=w[None, None],
                      source_locations=np.array([[[55, 55]]]), receiver_locations=rec,
-                     accuracy=4, pml_width=20)  # fmt: skip
+                     accuracy=4, pml_width=20, impl=impl)  # fmt: skip
     current, om, pad = _spectrum(w, nt, dt)
     k = _wavenumber(om[1:], epsr, sig)
     for r, (a, b) in enumerate(offsets):
@@ -170,7 +171,7 @@ def _torch_vjp(fn, models, rest):
     return sweep.vjp(fn, *(torch.from_numpy(m) for m in models), **t_rest)
 
 
-def _check_components(name, src_comp, free_surface, nt=20, **kw):
+def _check_components(name, src_comp, free_surface, nt=20, impl="c", **kw):
     """Each model's directional derivative against central differences, per receiver component.
 
     One receiver of every component per shot: the cotangent restricted to one
@@ -182,6 +183,7 @@ def _check_components(name, src_comp, free_surface, nt=20, **kw):
     models, rest = _problem(name, nt=nt, n_rec=len(rec_comp), free_surface=free_surface, **kw)
     if ndim == 3:
         rest.update(source_component=src_comp, receiver_component=rec_comp)
+    rest["impl"] = impl
     rng = np.random.default_rng(5)
     out, pullback = _torch_vjp(fn, models, rest)
     d = rng.standard_normal(out.receivers.shape)
@@ -207,15 +209,17 @@ def _check_components(name, src_comp, free_surface, nt=20, **kw):
         assert abs(lhs - rhs) <= 1e-12 * abs(lhs), (src_comp, kind, lhs, rhs)
 
 
+@pytest.mark.parametrize("impl", ["c", "eager"])
 @pytest.mark.parametrize("free_surface", [False, True])
-def test_tm2d_gradients_and_dot_test(free_surface):
-    _check_components("tm2d", "ey", free_surface)
+def test_tm2d_gradients_and_dot_test(free_surface, impl):
+    _check_components("tm2d", "ey", free_surface, impl=impl)
 
 
+@pytest.mark.parametrize("impl", ["c", "eager"])
 @pytest.mark.parametrize("src_comp", ["ex", "ey", "ez"])
-def test_maxwell3d_gradients_every_component_pair(src_comp):
+def test_maxwell3d_gradients_every_component_pair(src_comp, impl):
     """Source x receiver: 3 x 3, with a perfectly conducting top (CPML on the other faces)."""
-    _check_components("maxwell3d", src_comp, True, nt=12)
+    _check_components("maxwell3d", src_comp, True, nt=12, impl=impl)
 
 
 @pytest.mark.slow
@@ -225,14 +229,16 @@ def test_maxwell3d_gradients_other_orders(src_comp, accuracy):
     _check_components("maxwell3d", src_comp, False, nt=12, accuracy=accuracy)
 
 
-def test_tm2d_gradient_at_every_cell():
+@pytest.mark.parametrize("impl", ["c", "eager"])
+def test_tm2d_gradient_at_every_cell(impl):
     """Every model's gradient against central differences, cell by cell (edges included),
     on a tiny grid with a conducting top and the CPML on the other faces."""
     n = (7, 8)
     models, rest = _problem("tm2d", nt=24, n_src=1, n_rec=2, free_surface=True)
     models = [m[: n[0], : n[1]].copy() for m in models]
     rest.update(source_locations=np.array([[[1, 2]], [[5, 6]]]),
-                receiver_locations=np.array([[[0, 7], [6, 0]]] * 2), pml_width=3)  # fmt: skip
+                receiver_locations=np.array([[[0, 7], [6, 0]]] * 2), pml_width=3,
+                impl=impl)  # fmt: skip
     out, pullback = _torch_vjp(sweep.tm2d, models, rest)
     d = np.random.default_rng(6).standard_normal(out.receivers.shape)
     g = pullback(torch.from_numpy(d))
@@ -298,7 +304,8 @@ def test_boundary_saving_is_refused_with_the_alternatives():
     assert not sweep.equations.get("tm2d").reversible
     # Checkpointing is the compiled path's; the eager one warns that autodiff ignores it.
     with pytest.warns(UserWarning, match="memory options"):
-        sweep.tm2d(*models, **rest, memory=MemoryOptions(strategy="ckpt", ckpt=CkptOptions()))
+        sweep.tm2d(*models, **rest, memory=MemoryOptions(strategy="ckpt", ckpt=CkptOptions()),
+                   impl="eager")  # fmt: skip
 
 
 def test_callbacks_restart_and_snapshots():
@@ -318,7 +325,7 @@ def test_callbacks_restart_and_snapshots():
     assert movie.frames[-1].shape == (2, *models[0].shape)
     assert 0 < np.abs(movie.frames[-1]).max() <= seen[-1][2]  # the model's part of the field
     with pytest.raises(ValueError, match="backward_callback"):
-        sweep.tm2d(*models, **rest, backward_callback=lambda s: None)
+        sweep.tm2d(*models, **rest, backward_callback=lambda s: None, impl="eager")
     # Ten steps, then a restart from the state for the remaining ten.
     amp = rest["source_amplitudes"]
     first = sweep.tm2d(*models, **dict(rest, source_amplitudes=amp[..., :10].copy()))
@@ -343,11 +350,11 @@ def test_float32_runs_close_to_float64():
 def test_impl_choices_and_backend_flags():
     models, rest = _problem("maxwell3d", nt=8)
     a = sweep.maxwell3d(*models, **rest)
-    assert a.impl == "eager"
+    assert a.impl == "c"  # the compiled kernels by default
     b = sweep.maxwell3d(*models, **rest, python_backend=True)
-    np.testing.assert_array_equal(a.receivers, b.receivers)
-    with pytest.raises(ValueError, match="no compiled kernels yet"):
-        sweep.maxwell3d(*models, **rest, impl="c")
+    assert b.impl == "eager"
+    np.testing.assert_allclose(b.receivers, a.receivers, rtol=0,
+                               atol=1e-12 * np.abs(a.receivers).max())  # fmt: skip
     with pytest.raises(ValueError, match="contradicts impl='c'"):
         sweep.maxwell3d(*models, **rest, impl="c", python_backend=True)
     with pytest.warns(UserWarning, match="experimental_cuda_graph=True is ignored"):

@@ -433,11 +433,7 @@ maxwell3d_eager_plan = _eager_plan_of(
     "sweep.equations.maxwell.propagator:prepare_maxwell3d", states=6,
 )  # fmt: skip
 
-# The eager-only Maxwell propagators take no n_threads.
-_MAXWELL_OPTIONS = (
-    *(o for o in PROPAGATION_OPTIONS if o != "n_threads"),
-    "compute_precision",
-)
+_MAXWELL_OPTIONS = (*PROPAGATION_OPTIONS, "compute_precision")
 
 
 def _maxwell(name: str, ndim: int, description: str, options: tuple[str, ...]) -> EquationSpec:
@@ -452,11 +448,10 @@ def _maxwell(name: str, ndim: int, description: str, options: tuple[str, ...]) -
         wavefields=(*e, *h, "m_*"),
         sources=e,
         receivers=e,
-        compiled=False,
         entry=f"sweep.equations.maxwell:{name}",
         eager_entry=f"sweep.equations:{name}_eager_plan",
         options=options,
-        snapshot=(),
+        snapshot=("curl E per H", "E and curl H per E"),
         reversible=False,
         irreversible="with sigma > 0 the semi-implicit loss term damps the fields",
         problem="sweep.equations.maxwell.problem:random_models",

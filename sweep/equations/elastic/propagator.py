@@ -11,12 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from ... import _callbacks, _memory, equations
-from ... import _validate as val
-from ..._api import check_cotangent, eager_vjp
+from ... import _memory, equations
+from ..._api import eager_vjp
 from ..._grid import Geometry
 from ..._setup import Call, Speeds, prepare
-from ..._xp import from_kernel_array, kernel_array
+from ..._staggered_run import compiled_vjp, run_compiled
 from . import das, kinds
 from .eager import EagerElastic
 
@@ -295,84 +294,25 @@ def _elastic_vjp(
     return _result(call, receivers, state), pullback
 
 
-def _run_compiled(call: Call, *, gradient: bool) -> tuple[ElasticResult, Any]:
-    """Run the compiled forward pass (with a tape for the adjoint when ``gradient``).
+_NAMES = ("vp", "vs", "rho")
 
-    Returns the result and ``(engine, tape, models)`` (models as NumPy arrays
-    of the compute dtype).
-    """
+
+def _run_compiled(call: Call, *, gradient: bool) -> tuple[ElasticResult, Any]:
+    """Run the compiled forward pass (:func:`sweep._staggered_run.run_compiled`)."""
     from .compiled import CompiledElastic
 
-    g = call.geom
-    like = call.models["vp"]
-    dtype = val.dtype_name(like)
-    models = [kernel_array(call.models[k], dtype, name=k) for k in ("vp", "vs", "rho")]
-    if not isinstance(models[0], np.ndarray):
-        raise ValueError("elastic impl='c' runs on the CPU: pass host arrays or use impl='eager'")
-    engine = CompiledElastic(g, np, models[0].dtype, call.n_threads or 0, **call.extra)
-    amp = None
-    if call.amp is not None and g.n_src:
-        a = engine.kernel_input(call.amp, name="source_amplitudes")
-        amp = np.ascontiguousarray(engine.sources.to_terms(a), dtype=engine.dtype)
-    coeffs = engine.kernel_coefficients(*models)
-    plan = _memory.plan(engine, call.memory) if gradient else None
+    def engine(dtype: Any) -> CompiledElastic:
+        return CompiledElastic(call.geom, np, dtype, call.n_threads or 0, **call.extra)
 
-    def restart(state: Any) -> None:
-        state.load_from(call.initial_state)
-
-    def fields(state: Any) -> dict[str, Any]:
-        return engine.state_dict(state, like, memory=False)
-
-    event = _callbacks.forward_event(call.callbacks, g, call.models or {}, fields)
-    stepper = _callbacks.wrap(engine, call.callbacks, forward=event)
-    initial = None if call.initial_state is None else restart
-    rec_terms, final, tape = _memory.forward(stepper, coeffs, amp, plan, call.progress, initial)
-    receivers = engine.record_columns(rec_terms).astype(engine.dtype)
-    result = _result(call, from_kernel_array(receivers, like), engine.state_dict(final, like))
-    result.memory_plan = plan
-    return result, (engine, tape, models)
+    return run_compiled(call, _NAMES, engine, _result, "elastic", gradient=gradient)
 
 
 def _compiled_vjp(call: Call) -> tuple[ElasticResult, Callable[[Any], dict[str, Any]]]:
     """Run the compiled forward pass; return it and the pullback of the hand-written adjoint."""
     from .compiled import model_gradients
 
-    result, (engine, tape, models) = _run_compiled(call, gradient=True)
-    like, g = call.models["vp"], call.geom
-    shape, dtype = tuple(result.receivers.shape), val.dtype_name(result.receivers)
-    source = call.amp is not None
-
-    def pullback(d_receivers: Any) -> dict[str, Any]:
-        check_cotangent(d_receivers, shape, dtype)
-        d = engine.kernel_input(d_receivers, name="the receiver cotangent")
-        d_terms = np.ascontiguousarray(engine.record_terms_transpose(d), dtype=engine.dtype)
-
-        def fields(adj: Any) -> dict[str, Any]:
-            return engine.state_dict(adj, like, memory=False)
-
-        def so_far(adj: Any) -> dict[str, Any]:
-            k = tape.plan.interval
-            g = tuple(x * k for x in engine.finish_gradient(adj, tape.coeffs))
-            grads = model_gradients(engine, g, *models)
-            return {name: from_kernel_array(x, like) for name, x in grads.items()}
-
-        event = _callbacks.backward_event(call.callbacks, g, call.models, fields, so_far)
-        stepper = _callbacks.wrap(engine, call.callbacks, backward=event)
-        g_model, g_src = _memory.backward(
-            stepper, tape, d_terms, model=True, source=source and g.n_src > 0,
-            progress=call.progress,
-        )  # fmt: skip
-        grads = {} if g_model is None else dict(model_gradients(engine, g_model, *models))
-        if source:
-            if call.geom.n_src:
-                g_amp = engine.sources.to_columns(g_src).astype(engine.dtype)
-            else:
-                g_amp = np.zeros(tuple(call.amp.shape), dtype=engine.dtype)
-            grads["source_amplitudes"] = g_amp
-        return {name: from_kernel_array(x, like) for name, x in grads.items()}
-
-    pullback.release = tape.close  # type: ignore[attr-defined]
-    return result, pullback
+    forward = _run_compiled(call, gradient=True)
+    return compiled_vjp(call, forward, _NAMES, model_gradients)
 
 
 def _estimate_memory(*args: Any, **kwargs: Any) -> _memory.MemoryEstimate:

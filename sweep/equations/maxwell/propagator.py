@@ -13,7 +13,9 @@ import numpy as np
 from ..._api import eager_vjp
 from ..._grid import Geometry
 from ..._setup import Call, Speeds, prepare
+from ..._staggered_run import compiled_vjp, run_compiled
 from ..._validate import warn_undersampled
+from ..._xp import is_cupy_array
 from . import components as comp
 from .eager import EagerMaxwell, speeds_of
 
@@ -35,13 +37,13 @@ class MaxwellResult:
         ``E_y`` at time ``nt dt`` on the model's cells (each value at its
         staggered position; TM2D: on the nodes).
     impl : str
-        ``"eager"`` (no compiled kernels yet).
+        The implementation that ran, ``"c"`` or ``"eager"``.
     state : dict
         Final padded fields ``ey``, ``hx``, ``hz`` (3D: also ``ex``, ``ez``,
         ``hy``) and the C-PML memory variables ``m_<field>_<axis>``; a
         restart's ``initial_state``.
-    memory_plan : None
-        For a uniform interface with the compiled equations.
+    memory_plan : MemoryPlan or None
+        What a compiled gradient run kept for its adjoint pass; None otherwise.
     """
 
     receivers: Any
@@ -110,9 +112,11 @@ def _prepare(
     call = prepare(
         {"epsilon": epsilon, "sigma": sigma, "mu": mu},
         {"epsilon": "at_least_one", "sigma": "nonnegative", "mu": "positive"},
-        speeds, equation=equation, cfl_scheme="staggered", compiled=False,
-        wavefields=_wavefields(ndim), n_threads=None, **settings,
+        speeds, equation=equation, cfl_scheme="staggered", compiled=True,
+        wavefields=_wavefields(ndim), **settings,
     )  # fmt: skip
+    if call.impl == "c" and settings.get("impl") in (None, "auto") and is_cupy_array(epsilon):
+        call.impl = "eager"  # the compiled kernels run on the CPU; CuPy arrays stay on the GPU
     if call.amp is not None:
         warn_undersampled(call.amp, call.geom.dt, stacklevel=4)
     g = call.geom
@@ -143,8 +147,24 @@ def _result(call: Call, receivers: Any, state: dict[str, Any]) -> MaxwellResult:
     )
 
 
+_NAMES = ("epsilon", "sigma", "mu")
+
+
+def _run_compiled(call: Call, *, gradient: bool) -> tuple[MaxwellResult, Any]:
+    """Run the compiled forward pass (:func:`sweep._staggered_run.run_compiled`)."""
+    from .compiled import CompiledMaxwell
+
+    def engine(dtype: Any) -> CompiledMaxwell:
+        return CompiledMaxwell(call.geom, np, dtype, call.n_threads or 0, **call.extra)
+
+    equation = "sweep.tm2d" if call.geom.ndim == 2 else "sweep.maxwell3d"
+    return run_compiled(call, _NAMES, engine, _result, equation, gradient=gradient)
+
+
 def _run(equation: str, arguments: dict[str, Any]) -> MaxwellResult:
     call = _prepare(**arguments, equation=equation)
+    if call.impl == "c":
+        return _run_compiled(call, gradient=False)[0]
     engine = EagerMaxwell.build(call.geom, arguments["epsilon"], **call.extra)
     receivers, state = engine.run(
         *call.models.values(), call.amp, call.progress, call.callbacks, call.initial_state
@@ -161,13 +181,18 @@ def _vjp_of(fn: Callable[..., MaxwellResult]) -> Callable[..., Any]:
         args = inspect.signature(fn).bind(epsilon, sigma, mu, grid_spacing, dt, **kwargs)
         args.apply_defaults()
         call = _prepare(**args.arguments, equation=fn.__name__)
+        if call.impl == "c":
+            from .compiled import model_gradients
+
+            forward = _run_compiled(call, gradient=True)
+            return compiled_vjp(call, forward, _NAMES, model_gradients)
         engine = EagerMaxwell.build(call.geom, epsilon, **call.extra)
 
         def run(models: tuple, amp: Any) -> tuple[Any, Any]:
             return engine.run(*models, amp, call.progress, call.callbacks, call.initial_state)
 
         receivers, state, pullback = eager_vjp(
-            call.models, call.amp, run, fn.__name__, compiled=False
+            call.models, call.amp, run, fn.__name__, compiled=True
         )
         return _result(call, receivers, state), pullback
 
@@ -191,6 +216,7 @@ def tm2d(
     max_vel: float | None = None,
     nt: int | None = None,
     impl: str | None = None,
+    n_threads: int | None = None,
     progress: bool = False,
     forward_callback: Any = None,
     backward_callback: Any = None,
@@ -213,8 +239,9 @@ def tm2d(
     is not a perfect conductor (``docs/maxwell.md`` has the grid, the
     conventions and the units).  Gradients with respect to ``epsilon``,
     ``sigma``, ``mu`` and the source amplitudes come from :func:`sweep.vjp`
-    (torch or JAX autodiff of this discrete function) or the adapters
-    ``PropTorch("tm2d")`` and ``PropJax("tm2d")``.
+    (the compiled kernels' exact adjoint, NumPy arrays included; torch or
+    JAX autodiff of this discrete function with ``impl="eager"``) or the
+    adapters ``PropTorch("tm2d")`` and ``PropJax("tm2d")``.
 
     Parameters
     ----------
@@ -245,14 +272,18 @@ def tm2d(
         outermost row of nodes) instead of C-PML; the default, every face
         radiating through its C-PML, models an open top with an air layer in
         the model.
-    impl : {None, "auto", "eager"}
-        TM2D runs the eager Array-API code; ``"c"`` raises until its kernels
-        exist.
+    impl : {None, "auto", "c", "eager"}
+        ``"c"`` (and the default) the compiled C/OpenMP kernels on host
+        arrays; ``"eager"`` the Array-API code (any array library, autodiff).
+    n_threads : int, optional
+        OpenMP threads of the compiled kernels (default: sweep.config's).
     memory, storage_mode, storage_compression, model_gradient_sampling_interval,
     storage_bytes_limit_device, storage_bytes_limit_host
-        The compiled gradient's memory keywords (they apply once the compiled
-        kernels exist; boundary saving is refused: a lossy update does not run
-        backwards in time).
+        The compiled gradient's memory keywords: full storage or
+        checkpointing (boundary saving is refused: a lossy update does not
+        run backwards in time).  A snapshot holds, per cell, the curl at each
+        H component and each E component with the curl there (4 values in
+        TM2D, 9 in 3D).
     compute_precision : str
         ``"default"``: compute in the arrays' dtype (the only choice).
 
@@ -282,6 +313,7 @@ def maxwell3d(
     max_vel: float | None = None,
     nt: int | None = None,
     impl: str | None = None,
+    n_threads: int | None = None,
     progress: bool = False,
     forward_callback: Any = None,
     backward_callback: Any = None,
@@ -309,7 +341,7 @@ def maxwell3d(
         Relative permittivity (>= 1), conductivity (S/m, >= 0) and relative
         permeability (> 0) on the grid nodes.
     grid_spacing, dt, accuracy, pml_width, free_surface, pml_freq, max_vel, nt,
-    impl, progress, forward_callback, backward_callback, callback_frequency,
+    impl, n_threads, progress, forward_callback, backward_callback, callback_frequency,
     initial_state, memory, storage_mode, storage_compression,
     model_gradient_sampling_interval, storage_bytes_limit_device,
     storage_bytes_limit_host, compute_precision
@@ -338,8 +370,35 @@ def maxwell3d(
     return _run("maxwell3d", dict(locals()))
 
 
+def _memory_of(fn: Callable[..., MaxwellResult]) -> Callable[..., Any]:
+    """``fn.__sweep_memory__``: :func:`sweep.estimate_memory` of a call of ``fn``."""
+    from ..._api import memory_estimate_of
+
+    equation = fn.__name__
+
+    def prepare_call(**arguments: Any) -> Call:
+        return _prepare(**arguments, equation=equation)
+
+    def estimate(*args: Any, **kwargs: Any) -> Any:
+        from .compiled import CompiledMaxwell
+
+        def stepper(geom: Geometry, xp: Any, dtype: Any) -> CompiledMaxwell:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+            bound.apply_defaults()
+            call = prepare_call(**bound.arguments)
+            return CompiledMaxwell(geom, xp, dtype, **call.extra)
+
+        # The eager step couples E, H and the memory variables of one phase.
+        states = 3 if equation == "tm2d" else 6
+        return memory_estimate_of(fn, prepare_call, stepper, args, kwargs, eager_states=states)
+
+    return estimate
+
+
 tm2d.__sweep_vjp__ = _vjp_of(tm2d)  # type: ignore[attr-defined]
 maxwell3d.__sweep_vjp__ = _vjp_of(maxwell3d)  # type: ignore[attr-defined]
+tm2d.__sweep_memory__ = _memory_of(tm2d)  # type: ignore[attr-defined]
+maxwell3d.__sweep_memory__ = _memory_of(maxwell3d)  # type: ignore[attr-defined]
 
 
 def prepare_tm2d(epsilon: Any, sigma: Any, mu: Any, **settings: Any) -> Call:

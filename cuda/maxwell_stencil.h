@@ -1,0 +1,248 @@
+/*
+ * Maxwell's equations on the Yee grid (TM2D and 3D): one grid point of each
+ * half step, forward and adjoint, and the coefficient gradients.  The single
+ * definition of the arithmetic for the C/OpenMP kernels
+ * (sweep_cy/maxwell_cpu_impl.h) and, later, CUDA; the discrete operator is
+ * the eager reference's (sweep/equations/maxwell/eager.py, docs/maxwell.md).
+ * The order is an argument (nh taps per side), as in elastic_stencil.h.
+ *
+ * Components are numbered by the kernel axis they point along: in 3D z = 0,
+ * y = 1, x = 2; in TM2D the model axes z, x are kernel axes 1, 2 and y is
+ * the unused axis 0 (so ey = E_0, hz = H_1, hx = H_2).  E_c is staggered
+ * along axis c, H_c along the two others.  Field slots: H_c = c, E_c = 3 + c
+ * (absent components NULL); coefficients (dt folded in, times the field's
+ * live mask): ch_c = dt / (mu0 mu) at c, ca_c at 3 + c, cb_c at 6 + c;
+ * memory variables m[field][axis] of each C-PML-stretched derivative.
+ *
+ * In kernel axes the curl is (curl F)_a = P d_b1 F_c1 - P d_b2 F_c2 with
+ * b1 = c2 = (a + 2) % 3, b2 = c1 = (a + 1) % 3 and P = MX_PAR (the order z,
+ * y, x reverses x, y, z in 3D; y, z, x keeps it in 2D), without the terms
+ * along the unused axis in 2D.  Component a is read by the curls of the
+ * other field's components (a + 2) % 3 (along (a + 1) % 3, sign +P) and
+ * (a + 1) % 3 (along (a + 2) % 3, sign -P).
+ *
+ * Forward, step t (phase H then phase E):
+ *   H: G = d_b E_c (forward differences), in the C-PML psi = Bh psi + Ah D,
+ *      G = D + psi;  H_a -= ch_a C with C = curl E
+ *   E: G = d_b H_c (backward differences, node profiles);
+ *      E_a = ca_a E_a + cb_a C with C = curl H
+ * Snapshot of a step (MX_SNAP values per cell): C of each H component
+ * (phase H), then E_a before its update and C of each E component (phase E).
+ *
+ * Adjoint (adjoint fields in the same slots; each phase writes only its own
+ * cell and reads neighbours' values that it does not write).  With
+ * Gbar = -ch s Hbar at an H cell or cb s Ebar at an E cell (s the term's
+ * sign), Dbar = Gbar + A (Gbar + P) in the C-PML, where P holds the adjoint
+ * of the memory variable, and D^T the transposed difference:
+ *   of E (at H cells): first P of the E derivatives this cell's H read,
+ *     lagged by a step (Bh (P + Gbar) from the H adjoint of then), then
+ *     Hbar += D^T Dbar of the E cells that read it.
+ *   of H (at every cell): the coefficient gradients (ch from Hbar, complete
+ *     now, and the snapshot; ca, cb from Ebar); P of the H derivatives that
+ *     E read (B (P + Gbar)); then Ebar = ca Ebar + D^T Dbar of the H cells.
+ */
+#ifndef SWEEP_FN
+#define SWEEP_FN(name) SWEEP_CAT3(name, _, SWEEP_SUFFIX)
+#endif
+#ifndef SWEEP_R
+#define SWEEP_R SWEEP_REAL
+#endif
+#ifndef SWEEP_FIRST_AXIS
+#define SWEEP_FIRST_AXIS (3 - SWEEP_NDIM)
+#endif
+/* The reach (taps per side of a staggered difference): a run-time value. */
+#define SWEEP_H ((sweep_int)p->halo)
+
+#include "staggered_stencil.h"
+
+#define MX_ND SWEEP_NDIM
+#define MX_A0 SWEEP_FIRST_AXIS
+#define MX_PAR (MX_ND == 3 ? 1 : -1)
+#define MX_HF(c) (c)
+#define MX_EF(c) (3 + (c))
+#define MX_CH(c) (c)
+#define MX_CA(c) (3 + (c))
+#define MX_CB(c) (6 + (c))
+#define MX_HAS_E(c) (MX_ND == 3 || (c) == 0)
+#define MX_HAS_H(c) (MX_ND == 3 || (c) != 0)
+#define MX_NH (MX_ND == 3 ? 3 : 2)
+#define MX_NE (MX_ND == 3 ? 3 : 1)
+/* Snapshot values: C of H_c at MX_SH(c); E_c and its C at MX_SE(c), + 1. */
+#define MX_SH(c) ((c) - (3 - MX_NH))
+#define MX_SE(c) (MX_NH + 2 * (c))
+#define MX_SNAP (MX_NH + 2 * MX_NE)
+
+/* Pointers of one call (fields, memory variables and gradients offset to one
+ * shot by the caller) and the facts of the grid. */
+typedef struct SWEEP_FN(maxwell_ctx) {
+  SWEEP_R *f[6];
+  SWEEP_R *m[6][3];
+  SWEEP_R *g[9];
+  const SWEEP_R *c[9];
+  const SWEEP_R *pa[3], *pb[3], *pah[3], *pbh[3];
+  const SWEEP_R *ws; /* weights c_1 .. c_nh */
+  sweep_int st[3], n[3];
+  SWEEP_R rdx[3];
+  int nh;
+} SWEEP_FN(maxwell_ctx);
+
+/* Curl term t (0, 1) of component a: the derivative axis b, the component
+ * cc it differentiates, and its sign; 0 when the term does not exist. */
+SWEEP_HD int SWEEP_FN(mx_term)(int a, int t, int *b, int *cc) {
+  *b = t ? (a + 1) % 3 : (a + 2) % 3;
+  *cc = t ? (a + 2) % 3 : (a + 1) % 3;
+  return *b < MX_A0 ? 0 : (t ? -MX_PAR : MX_PAR);
+}
+
+/* Reader r (0, 1) of component a: the other field's component ar that reads
+ * it, along axis b, with the sign of the term; 0 when there is none. */
+SWEEP_HD int SWEEP_FN(mx_reader)(int a, int r, int *ar, int *b) {
+  *ar = r ? (a + 1) % 3 : (a + 2) % 3;
+  *b = r ? (a + 2) % 3 : (a + 1) % 3;
+  return *b < MX_A0 ? 0 : (r ? -MX_PAR : MX_PAR);
+}
+
+/* The curl at component a of cell i: of E at H_a (at_e 0), of H at E_a
+ * (at_e 1), each derivative C-PML stretched where mask has its axis. */
+SWEEP_HD SWEEP_R SWEEP_FN(mx_curl)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep_int i,
+                                   const sweep_int *c, const int mask, const int nh,
+                                   const int at_e) {
+  SWEEP_R acc = 0;
+  SWEEP_UNROLL
+  for (int t = 0; t < 2; ++t) {
+    int b, cc;
+    const int s = SWEEP_FN(mx_term)(a, t, &b, &cc);
+    if (!s) continue;
+    const int F = at_e ? MX_HF(cc) : MX_EF(cc), fw = !at_e;
+    SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, e->st[b], fw, e->ws, 1, nh) * e->rdx[b];
+    if (mask & (1 << b))
+      D = SWEEP_FN(stag_stretch)(e->m[F][b] + i, fw ? e->pah[b] : e->pa[b],
+                                 fw ? e->pbh[b] : e->pb[b], c[b], D);
+    acc = s > 0 ? acc + D : acc - D;
+  }
+  return acc;
+}
+
+/* Phase H at cell i; W (or NULL) receives the snapshot values. */
+SWEEP_HD void SWEEP_FN(mx_fwd_h)(const SWEEP_FN(maxwell_ctx) * e, sweep_int i, const sweep_int *c,
+                                 const int mask, const int nh, SWEEP_R *W, sweep_int pitch) {
+  SWEEP_UNROLL
+  for (int a = 0; a < 3; ++a) {
+    if (!MX_HAS_H(a)) continue;
+    const SWEEP_R C = SWEEP_FN(mx_curl)(e, a, i, c, mask, nh, 0);
+    e->f[MX_HF(a)][i] -= e->c[MX_CH(a)][i] * C;
+    if (W) W[MX_SH(a) * pitch] = C;
+  }
+}
+
+/* Phase E at cell i. */
+SWEEP_HD void SWEEP_FN(mx_fwd_e)(const SWEEP_FN(maxwell_ctx) * e, sweep_int i, const sweep_int *c,
+                                 const int mask, const int nh, SWEEP_R *W, sweep_int pitch) {
+  SWEEP_UNROLL
+  for (int a = 0; a < 3; ++a) {
+    if (!MX_HAS_E(a)) continue;
+    const SWEEP_R C = SWEEP_FN(mx_curl)(e, a, i, c, mask, nh, 1);
+    const SWEEP_R old = e->f[MX_EF(a)][i];
+    e->f[MX_EF(a)][i] = e->c[MX_CA(a)][i] * old + e->c[MX_CB(a)][i] * C;
+    if (W) {
+      W[MX_SE(a) * pitch] = old;
+      W[(MX_SE(a) + 1) * pitch] = C;
+    }
+  }
+}
+
+/* Gbar of reader component ar at cell p: what its update makes of its
+ * adjoint (H readers: -ch s Hbar; E readers: cb s Ebar). */
+SWEEP_HD SWEEP_R SWEEP_FN(mx_gbar)(const SWEEP_FN(maxwell_ctx) * e, sweep_int p, int ar, int s,
+                                   const int reader_e) {
+  const SWEEP_R g = reader_e ? e->c[MX_CB(ar)][p] * e->f[MX_EF(ar)][p]
+                             : -(e->c[MX_CH(ar)][p] * e->f[MX_HF(ar)][p]);
+  return s > 0 ? g : -g;
+}
+
+/* D^T Dbar at component a of cell q (of E when at_e, else of H): the sum
+ * over the other field's cells that read it.  edge: skip taps outside the
+ * grid (halo cells). */
+SWEEP_HD SWEEP_R SWEEP_FN(mx_gather)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep_int q,
+                                     const sweep_int *c, const int mask, const int nh,
+                                     const int at_e, const int edge) {
+  SWEEP_R acc = 0;
+  SWEEP_UNROLL
+  for (int r = 0; r < 2; ++r) {
+    int ar, b;
+    const int s = SWEEP_FN(mx_reader)(a, r, &ar, &b);
+    if (!s || !(at_e ? MX_HAS_H(ar) : MX_HAS_E(ar))) continue;
+    /* E read by H's forward differences, H by E's backward ones. */
+    const int fw = at_e;
+    const sweep_int o = fw ? 0 : -1, st = e->st[b];
+    const SWEEP_R *A = fw ? e->pah[b] : e->pa[b];
+    const SWEEP_R *P = e->m[at_e ? MX_EF(a) : MX_HF(a)][b];
+    const int cpml = edge || (mask & (1 << b));
+    SWEEP_R sum = 0;
+    for (int k = 1; k <= nh; ++k) {
+      /* The readers whose difference takes this cell: + at q - k - o, - at q + k - 1 - o. */
+      const sweep_int o1 = -k - o, o2 = k - 1 - o;
+      const int in1 = !edge || (c[b] + o1 >= 0 && c[b] + o1 < e->n[b]);
+      const int in2 = !edge || (c[b] + o2 >= 0 && c[b] + o2 < e->n[b]);
+      SWEEP_R d1 = in1 ? SWEEP_FN(mx_gbar)(e, q + o1 * st, ar, s, !at_e) : 0;
+      SWEEP_R d2 = in2 ? SWEEP_FN(mx_gbar)(e, q + o2 * st, ar, s, !at_e) : 0;
+      if (cpml) {
+        if (in1) d1 = SWEEP_FMA(A[c[b] + o1], d1 + P[q + o1 * st], d1);
+        if (in2) d2 = SWEEP_FMA(A[c[b] + o2], d2 + P[q + o2 * st], d2);
+      }
+      sum = SWEEP_FMA(e->ws[k - 1], d1 - d2, sum);
+    }
+    acc = SWEEP_FMA(sum, e->rdx[b], acc);
+  }
+  return acc;
+}
+
+/* P = B (P + Gbar) of the derivatives that component a's update at cell q
+ * read (at_e: E_a's, of H; else H_a's, of E). */
+SWEEP_HD void SWEEP_FN(mx_adj_psi)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep_int q,
+                                   const sweep_int *c, const int mask, const int at_e) {
+  SWEEP_UNROLL
+  for (int t = 0; t < 2; ++t) {
+    int b, cc;
+    const int s = SWEEP_FN(mx_term)(a, t, &b, &cc);
+    if (!s || !(mask & (1 << b))) continue;
+    SWEEP_R *m = e->m[at_e ? MX_HF(cc) : MX_EF(cc)][b] + q;
+    const SWEEP_R *B = at_e ? e->pb[b] : e->pbh[b];
+    *m = B[c[b]] * (*m + SWEEP_FN(mx_gbar)(e, q, a, s, at_e));
+  }
+}
+
+/* Adjoint of phase E at cell q (H components). */
+SWEEP_HD void SWEEP_FN(mx_adj_e)(const SWEEP_FN(maxwell_ctx) * e, sweep_int q, const sweep_int *c,
+                                 const int mask, const int nh) {
+  SWEEP_UNROLL
+  for (int a = 0; a < 3; ++a) {
+    if (!MX_HAS_H(a)) continue;
+    SWEEP_FN(mx_adj_psi)(e, a, q, c, mask, 0);
+    e->f[MX_HF(a)][q] += SWEEP_FN(mx_gather)(e, a, q, c, mask, nh, 0, 0);
+  }
+}
+
+/* Adjoint of phase H at cell q (E components, and every gradient); st (or
+ * NULL): the snapshot of the step at this cell, value v at st[v * vs]. */
+SWEEP_HD void SWEEP_FN(mx_adj_h)(const SWEEP_FN(maxwell_ctx) * e, sweep_int q, const sweep_int *c,
+                                 const int mask, const int nh, const SWEEP_R *st, sweep_int vs) {
+  if (st) {
+    SWEEP_UNROLL
+    for (int a = 0; a < 3; ++a) {
+      if (MX_HAS_H(a) && e->g[MX_CH(a)])
+        e->g[MX_CH(a)][q] -= e->f[MX_HF(a)][q] * st[MX_SH(a) * vs];
+      if (!MX_HAS_E(a)) continue;
+      const SWEEP_R lam = e->f[MX_EF(a)][q];
+      e->g[MX_CA(a)][q] = SWEEP_FMA(lam, st[MX_SE(a) * vs], e->g[MX_CA(a)][q]);
+      e->g[MX_CB(a)][q] = SWEEP_FMA(lam, st[(MX_SE(a) + 1) * vs], e->g[MX_CB(a)][q]);
+    }
+  }
+  SWEEP_UNROLL
+  for (int a = 0; a < 3; ++a) {
+    if (!MX_HAS_E(a)) continue;
+    SWEEP_FN(mx_adj_psi)(e, a, q, c, mask, 1);
+    const SWEEP_R g = SWEEP_FN(mx_gather)(e, a, q, c, mask, nh, 1, 0);
+    e->f[MX_EF(a)][q] = SWEEP_FMA(e->c[MX_CA(a)][q], e->f[MX_EF(a)][q], g);
+  }
+}

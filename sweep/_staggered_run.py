@@ -1,0 +1,119 @@
+"""The compiled runs of the staggered first-order systems (elastic, Maxwell).
+
+Both step single-cell point terms (:class:`sweep._points.KernelTerms`: the
+engine's ``sources`` and ``receivers``, and its ``record_columns`` /
+``record_terms_transpose`` for what the receivers add after the kernels) in
+place with hand-written adjoints; what differs is the engine, the model
+names, the result and the chain rule from the kernels' coefficients to the
+models, which the equation passes in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import _callbacks, _memory
+from . import _validate as val
+from ._api import check_cotangent
+from ._setup import Call
+from ._xp import from_kernel_array, kernel_array
+
+
+def run_compiled(
+    call: Call,
+    names: tuple[str, ...],
+    make_engine: Callable[[Any], Any],
+    result: Callable[[Call, Any, dict[str, Any]], Any],
+    equation: str,
+    *,
+    gradient: bool,
+) -> tuple[Any, Any]:
+    """Run the compiled forward pass (with a tape for the adjoint when ``gradient``).
+
+    ``make_engine(dtype)`` builds the stepper, ``result(call, receivers,
+    state)`` the equation's result.  Returns the result and ``(engine, tape,
+    models)`` (models as NumPy arrays of the compute dtype, in ``names``'
+    order).
+    """
+    g = call.geom
+    like = call.models[names[0]]
+    dtype = val.dtype_name(like)
+    models = [kernel_array(call.models[k], dtype, name=k) for k in names]
+    if not isinstance(models[0], np.ndarray):
+        raise ValueError(
+            f"{equation} impl='c' runs on the CPU: pass host arrays or use impl='eager'"
+        )
+    engine = make_engine(models[0].dtype)
+    amp = None
+    if call.amp is not None and g.n_src:
+        a = engine.kernel_input(call.amp, name="source_amplitudes")
+        amp = np.ascontiguousarray(engine.sources.to_terms(a), dtype=engine.dtype)
+    coeffs = engine.kernel_coefficients(*models)
+    plan = _memory.plan(engine, call.memory) if gradient else None
+
+    def restart(state: Any) -> None:
+        state.load_from(call.initial_state)
+
+    def fields(state: Any) -> dict[str, Any]:
+        return engine.state_dict(state, like, memory=False)
+
+    event = _callbacks.forward_event(call.callbacks, g, call.models or {}, fields)
+    stepper = _callbacks.wrap(engine, call.callbacks, forward=event)
+    initial = None if call.initial_state is None else restart
+    rec_terms, final, tape = _memory.forward(stepper, coeffs, amp, plan, call.progress, initial)
+    receivers = engine.record_columns(rec_terms).astype(engine.dtype)
+    out = result(call, from_kernel_array(receivers, like), engine.state_dict(final, like))
+    out.memory_plan = plan
+    return out, (engine, tape, models)
+
+
+def compiled_vjp(
+    call: Call,
+    forward: tuple[Any, Any],
+    names: tuple[str, ...],
+    model_gradients: Callable[..., dict[str, Any]],
+) -> tuple[Any, Callable[[Any], dict[str, Any]]]:
+    """Return the forward result of :func:`run_compiled` and the pullback of its adjoint.
+
+    ``model_gradients(engine, g_coefficients, *models)``: the chain rule from
+    the kernels' coefficients (:meth:`finish_gradient`) to the models.
+    """
+    result, (engine, tape, models) = forward
+    like, g = call.models[names[0]], call.geom
+    shape, dtype = tuple(result.receivers.shape), val.dtype_name(result.receivers)
+    source = call.amp is not None
+
+    def pullback(d_receivers: Any) -> dict[str, Any]:
+        check_cotangent(d_receivers, shape, dtype)
+        d = engine.kernel_input(d_receivers, name="the receiver cotangent")
+        d_terms = np.ascontiguousarray(engine.record_terms_transpose(d), dtype=engine.dtype)
+
+        def fields(adj: Any) -> dict[str, Any]:
+            return engine.state_dict(adj, like, memory=False)
+
+        def so_far(adj: Any) -> dict[str, Any]:
+            k = tape.plan.interval
+            g = tuple(x * k for x in engine.finish_gradient(adj, tape.coeffs))
+            grads = model_gradients(engine, g, *models)
+            return {name: from_kernel_array(x, like) for name, x in grads.items()}
+
+        event = _callbacks.backward_event(call.callbacks, g, call.models, fields, so_far)
+        stepper = _callbacks.wrap(engine, call.callbacks, backward=event)
+        g_model, g_src = _memory.backward(
+            stepper, tape, d_terms, model=True, source=source and g.n_src > 0,
+            progress=call.progress,
+        )  # fmt: skip
+        grads = {} if g_model is None else dict(model_gradients(engine, g_model, *models))
+        if source:
+            if call.geom.n_src:
+                g_amp = engine.sources.to_columns(g_src).astype(engine.dtype)
+            else:
+                g_amp = np.zeros(tuple(call.amp.shape), dtype=engine.dtype)
+            grads["source_amplitudes"] = g_amp
+        return {name: from_kernel_array(x, like) for name, x in grads.items()}
+
+    pullback.release = tape.close  # type: ignore[attr-defined]
+    return result, pullback

@@ -1,0 +1,341 @@
+"""Maxwell on the compiled kernels: the stepper, its point terms and the model gradients.
+
+The kernels (``cuda/maxwell_stencil.h``, C/OpenMP through ``sweep._C.maxwell_run``)
+step E and H in place, two phases per step (H then E), with the order a
+run-time value, on the staggered systems' record of elastic
+(:data:`sweep._params.ELASTIC_FIELDS`).  Their coefficients are the eager
+reference's (:meth:`EagerMaxwell.coefficients`: ``ch = dt / (mu0 mu)``, and
+the semi-implicit ``ca``, ``cb``) times the live mask of the field each
+updates, so the two paths run the same discrete operator.  Components are
+numbered by the kernel axis they point along (:func:`kernel_axis`); sources
+and receivers reach the kernels as single-cell terms
+(:func:`sweep._points.kernel_terms`).
+
+A snapshot holds, per cell, the curl at each H component, then each E
+component before its update and the curl there: the factors of every
+coefficient's gradient.  The chain rule from the coefficients to
+``epsilon``, ``sigma`` and ``mu`` (:func:`model_gradients`) is written out
+with NumPy (no autodiff library needed).  Full storage and checkpointing;
+with ``sigma > 0`` the step is not reversible (no boundary saving).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+import numpy as np
+
+from ..._compiled import CompiledStepper, _Fields
+from ..._grid import Geometry
+from ..._params import ELASTIC_FIELDS
+from ..._stepper import ForwardState
+from ..elastic.compiled import CompiledElastic
+from . import components as comp
+from .eager import EPS0, MU0, EagerMaxwell
+
+_GRID = frozenset({"field", "psi", "grad"})
+_WRITES = {
+    False: frozenset({"field", "psi", "rec", "store"}),
+    True: frozenset({"field", "psi", "grad", "grad_src"}),
+}
+
+
+def kernel_axis(component: str, ndim: int) -> int:
+    """Kernel axis a component points along: z, y, x = 0, 1, 2 in 3D; y, z, x in TM2D.
+
+    In TM2D the model axes z, x are kernel axes 1, 2 and the invariant y is
+    the unused axis 0 (``cuda/maxwell_stencil.h``).
+    """
+    axes = comp.AXES[ndim]
+    return 3 - ndim + axes.index(component) if component in axes else 0
+
+
+def field_slot(name: str, ndim: int) -> int:
+    """Slot of field ``name`` (``"hx"``, ``"ey"``, ...) in the kernels' record.
+
+    H_c at c, E_c at 3 + c (c: :func:`kernel_axis`).
+    """
+    return (3 if name[0] == "e" else 0) + kernel_axis(name[1], ndim)
+
+
+def memory_slots(ndim: int) -> list[tuple[str, int, int]]:
+    """(state key, field slot, kernel axis) of every C-PML memory variable."""
+    return [(key, field_slot(f, ndim), 3 - ndim + d) for key, f, d in
+            comp.memory_variables(ndim)]  # fmt: skip
+
+
+def coefficient_slots(ndim: int) -> dict[tuple[str, str], int]:
+    """Slot of every coefficient, keyed (``"ch"``, h) / (``"ca"``, e) / (``"cb"``, e)."""
+    out = {("ch", h): kernel_axis(h[1], ndim) for h in comp.magnetic(ndim)}
+    for e in comp.electric(ndim):
+        out["ca", e] = 3 + kernel_axis(e[1], ndim)
+        out["cb", e] = 6 + kernel_axis(e[1], ndim)
+    return out
+
+
+class MaxwellState(ForwardState):
+    """E, H and the C-PML memory variables of every shot (or, in the same slots, the adjoint's)."""
+
+    def __init__(self, engine: CompiledMaxwell) -> None:
+        nd = engine.geom.ndim
+        self.ndim = nd
+        names = list(comp.fields(nd))
+        self.fields = {name: engine.field(k) for k, name in enumerate(names)}
+        self.psi = {
+            (k, ax): engine.field(len(names) + i) for i, (_, k, ax) in enumerate(memory_slots(nd))
+        }
+
+    def parts(self) -> list[Any]:
+        """Return views of every array of the state (a checkpoint holds them all)."""
+        return [*self.fields.values(), *self.psi.values()]
+
+    def load_from(self, given: dict[str, Any]) -> None:
+        """Set this state from a result's ``state`` (a restart)."""
+        from ..._xp import to_host
+
+        for name, x in self.fields.items():
+            x[...] = np.asarray(to_host(given[name]))
+        for key, k, ax in memory_slots(self.ndim):
+            self.psi[(k, ax)][...] = np.asarray(to_host(given[key]))
+
+    def point(self, f: _Fields) -> None:
+        """Point the kernels' field and memory-variable slots at this state."""
+        for name, x in self.fields.items():
+            f.set("field", x, field_slot(name, self.ndim))
+        for (k, ax), x in self.psi.items():
+            f.set("psi", x, 3 * k + ax)
+
+
+class MaxwellAdjoint(MaxwellState):
+    """Adjoint fields and memory variables, and the gradient accumulators asked for."""
+
+    def __init__(self, engine: CompiledMaxwell, *, model: bool, source: bool) -> None:
+        super().__init__(engine)
+        slots = sorted(coefficient_slots(self.ndim).values())
+        self.grad = {k: engine.field(40 + i) for i, k in enumerate(slots)} if model else None
+        g = engine.geom
+        self.grad_src = (
+            engine.zeros(g.n_shots, engine.n_src_terms, g.nt) if source and g.n_src else None
+        )
+
+
+class CompiledMaxwell(CompiledElastic):
+    """Runs the Maxwell kernels on host (NumPy) arrays.
+
+    ``coeffs`` is the dict (slot: padded array) of the kernels' coefficients
+    (:meth:`kernel_coefficients`).  What it shares with elastic (buffer
+    layouts, receivers, sizes) comes from :class:`CompiledElastic`.
+    """
+
+    name = "maxwell"
+    reversible = False
+    fields = ELASTIC_FIELDS
+    grid_fields = _GRID
+    model_fields = frozenset({"coef"})
+    writes = _WRITES
+
+    def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0, *,
+                 source_component: tuple[str, ...],
+                 receiver_component: tuple[str, ...]) -> None:  # fmt: skip
+        CompiledStepper.__init__(self, geom, xp, dtype, n_threads)
+        nd = geom.ndim
+        like = np.zeros(geom.model_shape, dtype=self.dtype)
+        self.components = {
+            "source_component": source_component,
+            "receiver_component": receiver_component,
+        }
+        self.eager = EagerMaxwell.build(geom, like, **self.components)
+        self.n_fields = len(comp.fields(nd))
+        self.n_coefficients = len(coefficient_slots(nd))
+        # The kernels' field numbering (H_c at c, E_c at 3 + c; unused slots unnamed).
+        order = [""] * 6
+        for name in comp.fields(nd):
+            order[field_slot(name, nd)] = name
+        dv = math.prod(geom.spacing)
+        table = {c: ((c, -1.0),) for c in comp.electric(nd)}  # the current enters as -J
+        rec_table = {c: ((c, 1.0),) for c in comp.electric(nd)}
+        from ..._points import kernel_terms, node_terms
+
+        def terms(loc: np.ndarray, names: tuple[str, ...], tab: dict, scale: float) -> Any:
+            groups = node_terms(geom, loc, names, tab, self.eager.stag, self.eager.valid)
+            return kernel_terms(geom, groups, order, loc.shape[1], lambda _: scale)
+
+        # A source's weight carries 1 / dV; the kernels multiply by cb of the cell.
+        self.sources = terms(geom.src_loc, source_component, table, 1.0 / dv)
+        self.receivers = terms(geom.rec_loc, receiver_component, rec_table, 1.0)
+        self.src_idx, self.rec_idx = self.sources.idx, self.receivers.idx
+        self.n_src_terms = self.sources.n_terms if geom.n_src else 0
+        self.n_rec_terms = self.receivers.n_terms if geom.n_rec else 0
+
+    def record_columns(self, terms: np.ndarray) -> np.ndarray:
+        """Receiver data ``(n_shots, n_rec, nt)`` from the recorded terms."""
+        return self.receivers.to_columns(terms)
+
+    def record_terms_transpose(self, cot: np.ndarray) -> np.ndarray:
+        """Return the transpose of :meth:`record_columns` applied to ``cot`` (per term)."""
+        return self.receivers.to_terms(cot)
+
+    # -- facts the memory strategies use --------------------------------------
+    @property
+    def snapshot_values(self) -> int:  # type: ignore[override]
+        """Values per cell of a snapshot: the curl per H component, E and its curl per E one."""
+        nd = self.geom.ndim
+        return len(comp.magnetic(nd)) + 2 * len(comp.electric(nd))
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of one checkpoint: every field and memory variable."""
+        return (self.n_fields + len(memory_slots(self.geom.ndim))) * self.field_bytes
+
+    # -- buffers and states ------------------------------------------------------
+    def new_state(self) -> MaxwellState:
+        """Return zeroed fields and memory variables (step 0)."""
+        return MaxwellState(self)
+
+    def new_adjoint(self, *, model: bool, source: bool) -> MaxwellAdjoint:  # type: ignore[override]
+        """Return zeroed adjoint fields and the gradient accumulators asked for."""
+        return MaxwellAdjoint(self, model=model, source=source)
+
+    def kernel_coefficients(self, epsilon: Any, sigma: Any, mu: Any) -> dict[int, Any]:  # type: ignore[override]
+        """Return the kernels' coefficients (slot: padded array) from NumPy models."""
+        arrays = coefficient_arrays(self.eager, epsilon, sigma, mu)
+        return {k: self.copy_field(np.asarray(x, dtype=self.dtype), 20 + k)
+                for k, x in arrays.items()}  # fmt: skip
+
+    def state_dict(self, state: MaxwellState, like: Any, memory: bool = True) -> dict[str, Any]:  # type: ignore[override]
+        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library."""
+        from ..._xp import from_kernel_array
+
+        out = {name: from_kernel_array(np.array(x), like) for name, x in state.fields.items()}
+        if memory:
+            for key, k, ax in memory_slots(self.geom.ndim):
+                out[key] = from_kernel_array(np.array(state.psi[(k, ax)]), like)
+        return out
+
+    def finish_gradient(self, adj: MaxwellAdjoint, coeffs: Any) -> tuple[Any, ...]:  # type: ignore[override]
+        """Return the gradients with respect to the kernels' coefficients, summed over shots.
+
+        In slot order (:func:`coefficient_slots`).
+        """
+        return tuple(np.ascontiguousarray(adj.grad[k].sum(axis=0)) for k in sorted(adj.grad))
+
+    # -- the hooks of CompiledStepper -----------------------------------------------
+    @functools.cached_property
+    def _elastic_constants(self) -> dict[str, Any]:
+        g, dt = self.geom, self.dtype
+        p = g.params()
+        p["n_src"], p["n_rec"] = self.n_src_terms, self.n_rec_terms
+
+        def profiles(per_axis: Any) -> list[tuple[Any, Any]]:
+            return [
+                (self.kernel_input(a.astype(dt), name="CPML profile"),
+                 self.kernel_input(b.astype(dt), name="CPML profile"))
+                for a, b in per_axis
+            ]  # fmt: skip
+
+        def index(x: np.ndarray, n: int, name: str) -> Any:
+            return self.kernel_input(x, name=name, dtype=np.int64) if n else None
+
+        return {
+            "params": p,
+            "pml": profiles(g.pml_profiles),
+            "pml_half": profiles(g.pml_profiles_half),
+            "ws": self.kernel_input(np.array(self.eager.cs[: g.halo], dtype=dt), name="ws"),
+            "src_idx": index(self.src_idx, g.n_src, "source_locations"),
+            "rec_idx": index(self.rec_idx, g.n_rec, "receiver_locations"),
+            "rec_groups": None,
+        }
+
+    def _set_coefficients(self, f: _Fields, coeffs: dict[int, Any], *, adjoint: bool) -> None:
+        c = self._constants
+        for k, x in coeffs.items():
+            f.set("coef", x, k)
+        for ax, (a, b) in zip(self.axes, c["pml_half"], strict=True):
+            f.set("pml_ah", a, ax)
+            f.set("pml_bh", b, ax)
+        f.set("ws", c["ws"])
+
+    def _adjoint_state(self, f: _Fields, adj: MaxwellAdjoint) -> None:  # type: ignore[override]
+        adj.point(f)
+        if adj.grad is not None:
+            for k, x in adj.grad.items():
+                f.set("grad", x, k)
+
+    def _watched(self, state: Any) -> Any:
+        return state.fields["ey"]
+
+
+def coefficient_arrays(eager: EagerMaxwell, epsilon: Any, sigma: Any, mu: Any) -> dict[int, Any]:
+    """Return the kernels' coefficients: the eager path's times the live mask of each field.
+
+    Keyed by slot (:func:`coefficient_slots`); padded, without a shot axis.
+    """
+    c = eager.coefficients(epsilon, sigma, mu)
+    out = {}
+    for (kind, name), k in coefficient_slots(eager.geom.ndim).items():
+        out[k] = c[kind][name] * eager.field_live[name][0]
+    return out
+
+
+def _take_adjoint(g: Any, index: np.ndarray, n: int, axis: int) -> Any:
+    """Transpose of ``take(m, index, axis)`` (``m`` of length ``n`` there) applied to ``g``."""
+    onehot = (np.asarray(index)[:, None] == np.arange(n)[None, :]).astype(g.dtype)
+    return np.moveaxis(np.tensordot(g, onehot, axes=([axis], [0])), -1, axis)
+
+
+def model_gradients(
+    engine: CompiledMaxwell, g_coef: tuple[Any, ...], epsilon: Any, sigma: Any, mu: Any
+) -> dict[str, Any]:
+    """Gradients with respect to ``epsilon``, ``sigma`` and ``mu`` from those of the coefficients.
+
+    The chain rule of :func:`coefficient_arrays` written out (the live masks,
+    ``ch = dt / (mu0 mu_bar)``, the semi-implicit ``ca``, ``cb`` of
+    ``eps_bar`` and ``sigma_bar``, the means over the nodes around each
+    staggered position, the repetition into the C-PML and the halo), in
+    float64 with NumPy.
+    """
+    eager = engine.eager
+    g, nd = eager.geom, eager.geom.ndim
+    dt = g.dt
+    maps = [np.asarray(eager.maps[d]) for d in range(nd)]
+    nxt = [np.asarray(eager.next[d]) for d in range(nd)]
+    models = [eager.pad_model(np.asarray(m, dtype=np.float64), maps) for m in (epsilon, sigma, mu)]
+    pe, ps, pm = models
+    acc = [np.zeros_like(pe) for _ in range(3)]
+
+    def mean(m: Any, axes: frozenset[int]) -> Any:
+        for d in sorted(axes):
+            m = 0.5 * (m + np.take(m, nxt[d], axis=d))
+        return m
+
+    def mean_adjoint(x: Any, axes: frozenset[int]) -> Any:
+        for d in sorted(axes, reverse=True):
+            x = 0.5 * (x + _take_adjoint(x, nxt[d], x.shape[d], d))
+        return x
+
+    slots = coefficient_slots(nd)
+    grads = dict(zip(sorted(slots.values()), g_coef, strict=True))
+    for name, stag in eager.stag.items():
+        live = np.asarray(eager.field_live[name][0], dtype=np.float64)
+        if name[0] == "h":
+            gch = np.asarray(grads[slots["ch", name]], dtype=np.float64) * live
+            mbar = mean(pm, stag)
+            acc[2] += mean_adjoint(gch * (-dt / (MU0 * mbar * mbar)), stag)
+            continue
+        gca = np.asarray(grads[slots["ca", name]], dtype=np.float64) * live
+        gcb = np.asarray(grads[slots["cb", name]], dtype=np.float64) * live
+        e = EPS0 * mean(pe, stag)
+        s = mean(ps, stag) * dt / (2 * e)
+        cb = dt / (e * (1 + s))
+        gs = gca * (-2.0 / (1 + s) ** 2) - gcb * cb / (1 + s)
+        ge = -(gcb * cb + gs * s) / e
+        acc[0] += mean_adjoint(ge * EPS0, stag)
+        acc[1] += mean_adjoint(gs * dt / (2 * e), stag)
+    out = {}
+    for key, x, m in zip(("epsilon", "sigma", "mu"), acc, (epsilon, sigma, mu), strict=True):
+        for d in range(nd):
+            x = _take_adjoint(x, maps[d], np.asarray(m).shape[d], d)
+        out[key] = x.astype(engine.dtype)
+    return out

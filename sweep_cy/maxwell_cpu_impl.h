@@ -1,0 +1,368 @@
+/*
+ * Maxwell's equations' plug-in to the CPU time loops: two phases per step
+ * (H then E; cpu_phased.h through cpu_skeleton.h), scalar rows over the
+ * point arithmetic of cuda/maxwell_stencil.h, one never-inlined function per
+ * CPML mask for each of the four row kinds, and the points and the images
+ * behind perfect conductors of each phase.  The order is a run-time value:
+ * the unit of (ndim, dtype) defines the entry points of every order.  The
+ * arrays come in the record of the staggered systems, sweep_elastic_fields
+ * (slots in maxwell_stencil.h).
+ *
+ * Sources and receivers are single cells of one E component each, index
+ * field * shot_stride + cell (sweep/equations/maxwell/compiled.py expands
+ * the point operators).  Forward: phase H's points record E^t (receiver
+ * sample t) and fill the H images; phase E's add the sources (times cb of
+ * the cell) and fill the E images.  Adjoint (of phase E first): after its
+ * rows, the H adjoint on the images' halo cells, folded back onto their
+ * cells; after the rows of the adjoint of phase H, the same for E, the
+ * residuals of step t, then the source gradients of step t - 1 (whose
+ * adjoint E is now complete).
+ */
+#include "maxwell_cpu.h"
+
+#define SWEEP_EQ_PARAMS sweep_acoustic_params
+#define SWEEP_EQ_FIELDS sweep_elastic_fields
+#include "maxwell_stencil.h"
+#include "cpu_rows.h"
+
+typedef SWEEP_FN(maxwell_ctx) SWEEP_FN(mx_ctx_t);
+
+/* The pointers of a call; fields, memory variables and gradients of shot 0. */
+static void SWEEP_FN(mx_ctx)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                             SWEEP_FN(mx_ctx_t) * e) {
+  memset(e, 0, sizeof(*e));
+  for (int k = 0; k < 6; ++k) {
+    e->f[k] = (SWEEP_R *)f->field[k];
+    for (int d = 0; d < 3; ++d) e->m[k][d] = (SWEEP_R *)f->psi[3 * k + d];
+  }
+  for (int k = 0; k < 9; ++k) {
+    e->c[k] = (const SWEEP_R *)f->coef[k];
+    e->g[k] = (SWEEP_R *)f->grad[k];
+  }
+  for (int d = 0; d < 3; ++d) {
+    e->pa[d] = (const SWEEP_R *)f->pml_a[d];
+    e->pb[d] = (const SWEEP_R *)f->pml_b[d];
+    e->pah[d] = (const SWEEP_R *)f->pml_ah[d];
+    e->pbh[d] = (const SWEEP_R *)f->pml_bh[d];
+    e->st[d] = p->stride[d];
+    e->n[d] = p->shape[d];
+    e->rdx[d] = (SWEEP_R)p->rdx[d];
+  }
+  e->ws = (const SWEEP_R *)f->ws;
+  e->nh = (int)p->halo;
+}
+
+/* The same pointers offset to the shot at element offset off. */
+static inline SWEEP_FN(mx_ctx_t) SWEEP_FN(mx_shot)(const SWEEP_FN(mx_ctx_t) * base,
+                                                       sweep_int off) {
+  SWEEP_FN(mx_ctx_t) e = *base;
+  for (int k = 0; k < 6; ++k) {
+    if (e.f[k]) e.f[k] += off;
+    for (int d = 0; d < 3; ++d)
+      if (e.m[k][d]) e.m[k][d] += off;
+  }
+  for (int k = 0; k < 9; ++k)
+    if (e.g[k]) e.g[k] += off;
+  return e;
+}
+
+/* ---- Rows: cells [x0, x1) of row base = (z, y), one function per mask ---- */
+
+#define MX_ROW_PARAMS                                                                        \
+  const SWEEP_FN(mx_ctx_t) * e, SWEEP_R *wrow, const SWEEP_R *st, sweep_int vs, sweep_int base, \
+      sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
+#define MX_ROW_ARGS e, wrow, st, vs, base, z, y, x0, x1
+
+/* The cells of one row kind: 0/1 forward H/E (snapshot values to wrow + x,
+ * pitch apart, when wrow is not NULL), 2/3 the adjoints of E/H (st: the
+ * row's snapshot, or NULL). */
+static inline __attribute__((always_inline)) void SWEEP_FN(mx_cells)(MX_ROW_PARAMS,
+                                                                     const int kind,
+                                                                     const int mask,
+                                                                     const int nh) {
+  const sweep_int pitch = e->n[2];
+#define MX_LOOP_(call)                                   \
+  _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) { \
+    const sweep_int c[3] = {z, y, x};                     \
+    call;                                                 \
+  }
+  if (kind == 0) {
+    if (wrow) MX_LOOP_(SWEEP_FN(mx_fwd_h)(e, base + x, c, mask, nh, wrow + x, pitch))
+    else MX_LOOP_(SWEEP_FN(mx_fwd_h)(e, base + x, c, mask, nh, NULL, pitch))
+  } else if (kind == 1) {
+    if (wrow) MX_LOOP_(SWEEP_FN(mx_fwd_e)(e, base + x, c, mask, nh, wrow + x, pitch))
+    else MX_LOOP_(SWEEP_FN(mx_fwd_e)(e, base + x, c, mask, nh, NULL, pitch))
+  } else if (kind == 2) {
+    MX_LOOP_(SWEEP_FN(mx_adj_e)(e, base + x, c, mask, nh))
+  } else {
+    if (st) MX_LOOP_(SWEEP_FN(mx_adj_h)(e, base + x, c, mask, nh, st + x, vs))
+    else MX_LOOP_(SWEEP_FN(mx_adj_h)(e, base + x, c, mask, nh, NULL, vs))
+  }
+#undef MX_LOOP_
+}
+
+/* The rows of every kind.  With the CPML (mask != 0) one function per kind
+ * for every mask (a run-time argument) and the order the run-time e->nh:
+ * per-mask copies of the forward's cost build time and measured no gain
+ * (3D 100^3, order 4: 13.1 against 12.6 ns per cell-step).  The forward's
+ * plain rows, where its time goes, one function per order (nh a literal:
+ * the taps unroll and vectorise; TM2D order 4: 1.1 instead of 3.0 ns per
+ * cell-step), in 3D for the default order 4 only; the adjoint's plain rows
+ * take the run-time order too.  That keeps the four units' build time
+ * within the wheel's budget (sweep_cy/meson.build). */
+#define MX_KIND(kind)                                                                        \
+  static inline __attribute__((always_inline)) void SWEEP_FN(mx_k##kind##_any)(MX_ROW_PARAMS, \
+                                                                              const int mask) { \
+    SWEEP_FN(mx_cells)(MX_ROW_ARGS, kind, mask, e->nh);                                      \
+  }                                                                                          \
+  SWEEP_DEFINE_ANY_MASK(mx_k##kind##_row, mx_k##kind##_any, (MX_ROW_PARAMS), (MX_ROW_ARGS))
+#define MX_PLAIN_(kind, nh)                                                              \
+  static __attribute__((noinline)) void SWEEP_FN(mx_k##kind##_plain##nh)(MX_ROW_PARAMS) { \
+    SWEEP_FN(mx_cells)(MX_ROW_ARGS, kind, 0, nh);                                        \
+  }
+#if SWEEP_NDIM == 2
+#define MX_PLAIN_ORDERS_(kind) \
+  MX_PLAIN_(kind, 1) MX_PLAIN_(kind, 2) MX_PLAIN_(kind, 3) MX_PLAIN_(kind, 4)
+#else
+#define MX_PLAIN_ORDERS_(kind) MX_PLAIN_(kind, 2)
+#endif
+MX_KIND(0)
+MX_KIND(1)
+MX_KIND(2)
+MX_KIND(3)
+MX_PLAIN_ORDERS_(0)
+MX_PLAIN_ORDERS_(1)
+#undef MX_KIND
+#undef MX_PLAIN_
+#undef MX_PLAIN_ORDERS_
+
+/* Cells [x0, x1) of a forward kind's row with mask m (a literal), and of an
+ * adjoint kind's. */
+#define MX_UNWRAP_(...) __VA_ARGS__
+#if SWEEP_NDIM == 2
+#define MX_CALL_FWD_(kind, m, args)                            \
+  do {                                                         \
+    if ((m) == 0) {                                            \
+      switch (e->nh) {                                         \
+        case 1: SWEEP_FN(mx_k##kind##_plain1) args; break;     \
+        case 2: SWEEP_FN(mx_k##kind##_plain2) args; break;     \
+        case 3: SWEEP_FN(mx_k##kind##_plain3) args; break;     \
+        default: SWEEP_FN(mx_k##kind##_plain4) args; break;    \
+      }                                                        \
+    } else {                                                   \
+      SWEEP_FN(mx_k##kind##_row)(MX_UNWRAP_ args, m);          \
+    }                                                          \
+  } while (0)
+#else /* 3D: the default order 4 only */
+#define MX_CALL_FWD_(kind, m, args)                            \
+  do {                                                         \
+    if ((m) == 0 && e->nh == 2)                                \
+      SWEEP_FN(mx_k##kind##_plain2) args;                      \
+    else                                                       \
+      SWEEP_FN(mx_k##kind##_row)(MX_UNWRAP_ args, m);          \
+  } while (0)
+#endif
+#define MX_CALL_ADJ_(kind, m, args) SWEEP_FN(mx_k##kind##_row)(MX_UNWRAP_ args, m)
+
+/* Row (z, y) of one shot in one row kind (see mx_cells). */
+static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
+    const sweep_acoustic_params *p, const SWEEP_FN(mx_ctx_t) * e, SWEEP_R *wr,
+    const SWEEP_R *st, sweep_int vs, sweep_int z, sweep_int y, const int kind) {
+  const sweep_int h = p->halo, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const SWEEP_R *sx = st ? st - p->store_lo[2] : NULL;
+  const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define MX_ROW(x0, x1, m)                                            \
+  if ((x0) < (x1)) {                                                 \
+    if (kind == 0)                                                   \
+      MX_CALL_FWD_(0, m, (e, wr, sx, vs, base, z, y, x0, x1));       \
+    else if (kind == 1)                                              \
+      MX_CALL_FWD_(1, m, (e, wr, sx, vs, base, z, y, x0, x1));       \
+    else if (kind == 2)                                              \
+      MX_CALL_ADJ_(2, m, (e, wr, sx, vs, base, z, y, x0, x1));       \
+    else                                                             \
+      MX_CALL_ADJ_(3, m, (e, wr, sx, vs, base, z, y, x0, x1));       \
+  }
+#define MX_SEGMENTS(m) SWEEP_ROW_IN_ORDER(MX_ROW, m, (void)0)
+  SWEEP_MASK_SWITCH(outer, MX_SEGMENTS)
+#undef MX_ROW
+#undef MX_SEGMENTS
+}
+
+/* ---- Images behind perfect conductors ---- */
+
+/* Whether component c of E (is_e) or H has images across the free faces of
+ * kernel axis d (it is tangential to them): odd for E, even for H, H
+ * staggered along d (half a cell out). */
+static inline int SWEEP_FN(mx_mirrored)(int c, int d) { return c != d; }
+
+/* The images of E (is_e) or H of the shot at off (axes in order forward,
+ * reversed adjoint). */
+static void SWEEP_FN(mx_images)(const sweep_acoustic_params *p, SWEEP_R *const *fields,
+                                sweep_int off, int is_e, int adjoint) {
+  for (int c = 0; c < 3; ++c) {
+    if (!(is_e ? MX_HAS_E(c) : MX_HAS_H(c))) continue;
+    SWEEP_R *u = fields[is_e ? MX_EF(c) : MX_HF(c)] + off;
+    for (int i = 0; i < MX_ND; ++i) {
+      const int d = adjoint ? 2 - i : MX_A0 + i;
+      if (!(p->free_lo[d] || p->free_hi[d]) || !SWEEP_FN(mx_mirrored)(c, d)) continue;
+      SWEEP_FN(mirror_axis)(p, u, d, !is_e, is_e ? -1 : 1, adjoint);
+    }
+  }
+}
+
+/* The adjoint's gather at the image cells of E (is_e) or H in the halo of
+ * the shot at off: the forward read them, the rows cover the interior only. */
+static void SWEEP_FN(mx_halo_gather)(const sweep_acoustic_params *p,
+                                     const SWEEP_FN(mx_ctx_t) * base, sweep_int off, int is_e) {
+  const sweep_int h = p->halo;
+  const SWEEP_FN(mx_ctx_t) e = SWEEP_FN(mx_shot)(base, off);
+  for (sweep_int z = 0; z < p->shape[0]; ++z)
+    for (sweep_int y = 0; y < p->shape[1]; ++y)
+      for (sweep_int x = 0; x < p->shape[2]; ++x) {
+        const sweep_int c[3] = {z, y, x};
+        int halo = 0;
+        for (int d = MX_A0; d < 3; ++d) halo |= c[d] < h || c[d] >= p->shape[d] - h;
+        if (!halo) {
+          x = p->shape[2] - h - 1; /* skip the interior */
+          continue;
+        }
+        const sweep_int q = z * p->stride[0] + y * p->stride[1] + x;
+        for (int a = 0; a < 3; ++a) {
+          if (!(is_e ? MX_HAS_E(a) : MX_HAS_H(a))) continue;
+          /* Only image cells: beyond a free face the component is mirrored across. */
+          int ghost = 0;
+          for (int d = MX_A0; d < 3; ++d)
+            ghost |= SWEEP_FN(mx_mirrored)(a, d) &&
+                     ((p->free_lo[d] && c[d] < h) || (p->free_hi[d] && c[d] >= p->shape[d] - h));
+          if (!ghost) continue;
+          SWEEP_R *u = e.f[is_e ? MX_EF(a) : MX_HF(a)];
+          u[q] += SWEEP_FN(mx_gather)(&e, a, q, c, 7, e.nh, is_e, 1);
+        }
+      }
+}
+
+static int SWEEP_FN(mx_free)(const sweep_acoustic_params *p) {
+  int free = 0;
+  for (int d = 0; d < 3; ++d) free |= p->free_lo[d] || p->free_hi[d];
+  return free;
+}
+
+/* ---- Points of one shot ---- */
+
+static void SWEEP_FN(mx_fwd_points)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                                    const SWEEP_FN(mx_ctx_t) * e, int phase, sweep_int shot,
+                                    sweep_int off, sweep_int t) {
+  const sweep_int ss = p->shot_stride;
+  if (phase == 0 && f->rec) {
+    SWEEP_R *rec = (SWEEP_R *)f->rec;
+    for (sweep_int r = 0; r < p->n_rec; ++r) {
+      const sweep_int j = f->rec_idx[shot * p->n_rec + r], F = j / ss;
+      rec[(shot * p->n_rec + r) * p->nt + t] = e->f[F][off + j - F * ss];
+    }
+  }
+  if (phase == 1 && f->src_amp) {
+    const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+    for (sweep_int k = 0; k < p->n_src; ++k) {
+      const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
+      const SWEEP_R a = amp[(shot * p->n_src + k) * p->nt + t];
+      e->f[F][off + cell] = SWEEP_FMA(e->c[MX_CB(F - 3)][cell], a, e->f[F][off + cell]);
+    }
+  }
+  SWEEP_FN(mx_images)(p, e->f, off, phase, 0);
+}
+
+static void SWEEP_FN(mx_adj_points)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                                    const SWEEP_FN(mx_ctx_t) * e, int phase, sweep_int shot,
+                                    sweep_int off, sweep_int t) {
+  const sweep_int ss = p->shot_stride;
+  const int free = SWEEP_FN(mx_free)(p);
+  /* phase 1: after the adjoint of phase E, H's images; phase 0: E's. */
+  if (free) {
+    SWEEP_FN(mx_halo_gather)(p, e, off, !phase);
+    if (phase) SWEEP_FN(mx_images)(p, e->f, off, 0, 1);
+  }
+  if (phase) return;
+  if (f->rec) {
+    const SWEEP_R *res = (const SWEEP_R *)f->rec;
+    for (sweep_int r = 0; r < p->n_rec; ++r) {
+      const sweep_int j = f->rec_idx[shot * p->n_rec + r], F = j / ss;
+      e->f[F][off + j - F * ss] += res[(shot * p->n_rec + r) * p->nt + t];
+    }
+  }
+  if (free) SWEEP_FN(mx_images)(p, e->f, off, 1, 1);
+  const sweep_int ts = t - 1;
+  if (ts < 0 || !p->n_src) return;
+  const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+  SWEEP_R *gs = (SWEEP_R *)f->grad_src;
+  const int model = f->store && amp && ts % p->store_every == 0;
+  for (sweep_int k = 0; k < p->n_src; ++k) {
+    const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
+    const sweep_int a = (shot * p->n_src + k) * p->nt + ts;
+    const SWEEP_R lam = e->f[F][off + cell];
+    if (gs) gs[a] = e->c[MX_CB(F - 3)][cell] * lam;
+    /* The source's factor cb: its term of cb's gradient (sampled as the snapshots). */
+    if (model && e->g[MX_CB(F - 3)]) e->g[MX_CB(F - 3)][off + cell] += amp[a] * lam;
+  }
+}
+
+/* ---- The hooks of cpu_skeleton.h / cpu_phased.h ---- */
+
+#define SWEEP_EQ_FORWARD SWEEP_FN(sweep_maxwell_forward)
+#define SWEEP_EQ_BACKWARD SWEEP_FN(sweep_maxwell_backward)
+#define SWEEP_EQ_PHASES 2
+#define SWEEP_EQ_BLOCKING 0
+#define SWEEP_EQ_SNAP_VALUES MX_SNAP
+#define SWEEP_EQ_SNAP_FIRST(k) ((k) ? MX_NH : 0)
+#define SWEEP_EQ_SNAP_END(k) ((k) ? MX_SNAP : MX_NH)
+#define SWEEP_EQ_MODEL(f)          \
+  SWEEP_FN(mx_ctx_t) mx_base;      \
+  SWEEP_FN(mx_ctx)(p, f, &mx_base)
+#define SWEEP_EQ_SHIFT_SHOTS(f, fo, g)                                                   \
+  do {                                                                                   \
+    for (int k_ = 0; k_ < 9; ++k_) (g)->field[k_] = SWEEP_OFF((f)->field[k_], fo);      \
+    for (int k_ = 0; k_ < 27; ++k_) (g)->psi[k_] = SWEEP_OFF((f)->psi[k_], fo);         \
+    for (int k_ = 0; k_ < 15; ++k_) (g)->grad[k_] = SWEEP_OFF((f)->grad[k_], fo);       \
+  } while (0)
+#define SWEEP_EQ_GRAD(f) ((f)->grad[MX_CA(0)])
+#define SWEEP_EQ_FWD_STATE(f) ((void)0)
+#define SWEEP_EQ_ADJ_STATE(f) ((void)0)
+#define SWEEP_EQ_FWD_SHOT(f, off) const SWEEP_FN(mx_ctx_t) mx_e = SWEEP_FN(mx_shot)(&mx_base, off)
+#define SWEEP_EQ_ADJ_SHOT(f, off) SWEEP_EQ_FWD_SHOT(f, off)
+#define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y, k) \
+  ((void)(pa), (void)(pb), SWEEP_FN(mx_row)(p, &mx_e, wr, NULL, 0, z, y, k))
+#define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, st) \
+  ((void)(pa), (void)(pb), SWEEP_FN(mx_row)(p, &mx_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
+#define SWEEP_EQ_FWD_POINTS(p, f, k, shot, off, t) \
+  SWEEP_FN(mx_fwd_points)(p, f, &mx_base, k, shot, off, t)
+#define SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t) \
+  SWEEP_FN(mx_adj_points)(p, f, &mx_base, k, shot, off, t)
+#define SWEEP_EQ_FWD_GHOSTS(p, k) ((void)0)
+#define SWEEP_EQ_ADJ_GHOSTS(p, k, t) ((void)0)
+#define SWEEP_EQ_FWD_ROTATE() ((void)0)
+#define SWEEP_EQ_ADJ_ROTATE() ((void)0)
+
+#include "cpu_skeleton.h"
+
+/* The entry points of every order (the dispatch table's names), one
+ * run-time-order kernel each way. */
+#define MX_ENTRY_(o, tag)                                                                       \
+  void SWEEP_CAT(SWEEP_CAT(SWEEP_CAT(sweep_maxwell_forward_, SWEEP_NDIM), SWEEP_CAT(d_o, o)),   \
+                 tag)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,            \
+                      sweep_int t, sweep_int n, int nt) {                                       \
+    SWEEP_EQ_FORWARD(p, f, t, n, nt);                                                           \
+  }                                                                                             \
+  void SWEEP_CAT(SWEEP_CAT(SWEEP_CAT(sweep_maxwell_backward_, SWEEP_NDIM), SWEEP_CAT(d_o, o)),  \
+                 tag)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,            \
+                      sweep_int t, sweep_int n, int nt) {                                       \
+    SWEEP_EQ_BACKWARD(p, f, t, n, nt);                                                          \
+  }
+#if SWEEP_REAL_BYTES == 4
+#define MX_TAG _f32
+#else
+#define MX_TAG _f64
+#endif
+MX_ENTRY_(2, MX_TAG)
+MX_ENTRY_(4, MX_TAG)
+MX_ENTRY_(6, MX_TAG)
+MX_ENTRY_(8, MX_TAG)

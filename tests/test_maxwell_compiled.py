@@ -1,0 +1,205 @@
+"""Maxwell impl="c" (the phased CPU kernels of cuda/maxwell_stencil.h) against the eager path.
+
+The eager Array-API code is the specification: the compiled forward must
+give its receivers and final state to round-off, and the compiled adjoint
+its torch-autodiff gradients, for every source x receiver component, a
+perfect conductor on any face, lossless and lossy media, TM2D and 3D, every
+order.  The gradients against central differences are in
+tests/test_maxwell.py (parametrised by impl), the registry-wide contracts in
+tests/test_equation_contracts.py.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import sweep
+from sweep.propagator.options import CkptOptions, MemoryOptions
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("sweep._C")
+
+MODELS = ("epsilon", "sigma", "mu")
+
+
+def _problem(ndim, order=4, nt=24, dtype=np.float64, free=(), lossless=False, src=None, rec=None):
+    """Two shots, two sources and three receivers (one on the top row) on a small model."""
+    rng = np.random.default_rng(0)
+    shape = (16, 18) if ndim == 2 else (10, 9, 12)
+    epsilon = 1.5 + 2.5 * rng.random(shape)
+    sigma = np.zeros(shape) if lossless else 1e-3 + 2e-2 * rng.random(shape)
+    mu = 1.0 + 0.2 * rng.random(shape)
+    mid = [4] * (ndim - 2)
+    src_loc = np.array([[[4 + s, *mid, 6], [7, *mid, 9 + s]] for s in range(2)])
+    rec_loc = np.array([[[0, *mid, 3], [8, *mid, 8], [2, *mid, 10]] for _ in range(2)])
+    faces = [False] * (2 * ndim)
+    for f in free:
+        faces[f] = True
+    t = (np.arange(nt) - 6.0) / 3.0
+    wavelet = (1 - 2 * t**2) * np.exp(-(t**2))
+    kw = dict(
+        source_amplitudes=(wavelet * rng.uniform(0.5, 1.5, (2, 2, 1))).astype(dtype),
+        source_locations=src_loc,
+        receiver_locations=rec_loc,
+        accuracy=order,
+        pml_width=[3, 4] * ndim,
+        free_surface=faces,
+        max_vel=2.5e8,
+        pml_freq=1e10,
+    )
+    if ndim == 3:
+        kw.update(source_component=src or "ey", receiver_component=rec or ["ex", "ey", "ez"])
+    return [m.astype(dtype) for m in (epsilon, sigma, mu)], 5e-3, 6e-12, kw
+
+
+def _fn(ndim):
+    return sweep.tm2d if ndim == 2 else sweep.maxwell3d
+
+
+def _run(impl, ndim, models, dx, dt, kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # coarse test grids: dispersion warnings
+        return _fn(ndim)(*models, dx, dt, impl=impl, **kw)
+
+
+def _close(a, b, rtol):
+    a, b = np.asarray(a), np.asarray(b)
+    assert np.abs(a - b).max() <= rtol * max(np.abs(b).max(), 1e-300)
+
+
+@pytest.mark.parametrize(
+    ("ndim", "order", "free", "lossless"),
+    [(2, 2, (), False), (2, 4, (0,), True), (2, 6, (1, 2), False), (2, 8, (0, 1, 2, 3), False),
+     (3, 2, (0, 3), True), (3, 4, (), False), (3, 6, (1, 4), False), (3, 8, (0, 5), False)],
+)  # fmt: skip
+def test_forward_matches_eager(ndim, order, free, lossless):
+    models, dx, dt, kw = _problem(ndim, order, free=free, lossless=lossless)
+    if ndim == 3:  # the three source components, one per source of each shot
+        kw.update(source_component=["ex", "ez"] if order % 4 else ["ey", "ex"])
+    e, c = _run("eager", ndim, models, dx, dt, kw), _run("c", ndim, models, dx, dt, kw)
+    assert c.impl == "c"
+    _close(c.receivers, e.receivers, 1e-12)
+    assert set(c.state) == set(e.state)
+    for key in e.state:  # every field and C-PML memory variable, padded
+        _close(c.state[key], e.state[key], 1e-12)
+
+
+@pytest.mark.parametrize("src", ["ex", "ey", "ez"])
+def test_forward_every_component_pair_3d(src):
+    """Source x receiver: each source component against the three receiver components."""
+    models, dx, dt, kw = _problem(3, 4, nt=16, free=(0,), src=src)
+    _close(_run("c", 3, models, dx, dt, kw).receivers,
+           _run("eager", 3, models, dx, dt, kw).receivers, 1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_forward_matches_eager_float32(ndim):
+    models, dx, dt, kw = _problem(ndim, 4, dtype=np.float32, free=(0,))
+    e, c = _run("eager", ndim, models, dx, dt, kw), _run("c", ndim, models, dx, dt, kw)
+    assert c.receivers.dtype == np.float32
+    _close(c.receivers, e.receivers, 1e-5)
+
+
+@pytest.mark.parametrize(
+    ("ndim", "free", "src"), [(2, (), None), (2, (0, 3), None), (3, (0,), ["ex", "ez"])]
+)
+def test_gradients_match_eager_autodiff(ndim, free, src):
+    models, dx, dt, kw = _problem(ndim, 4, nt=20, free=free, src=src)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out, pullback = sweep.vjp(_fn(ndim), *models, dx, dt, impl="c", **kw)
+        d = np.random.default_rng(1).standard_normal(out.receivers.shape)
+        got = pullback(d)
+        tkw = dict(kw, source_amplitudes=torch.from_numpy(kw["source_amplitudes"]))
+        _, pull = sweep.vjp(_fn(ndim), *(torch.from_numpy(m) for m in models), dx, dt,
+                            impl="eager", **tkw)  # fmt: skip
+        want = pull(torch.from_numpy(d))
+    for key in (*MODELS, "source_amplitudes"):
+        _close(got[key], want[key].numpy(), 1e-11)
+
+
+def test_numpy_gradients_need_no_autodiff_library(monkeypatch):
+    """The chain rule to epsilon, sigma and mu is NumPy: it runs with torch and jax hidden."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_autodiff(name, *args, **kwargs):
+        if name.split(".")[0] in ("torch", "jax"):
+            raise ImportError(f"{name} hidden by the test")
+        return real_import(name, *args, **kwargs)
+
+    models, dx, dt, kw = _problem(2, 4, nt=12, free=(0,))
+    monkeypatch.setattr(builtins, "__import__", no_autodiff)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out, pullback = sweep.vjp(sweep.tm2d, *models, dx, dt, **kw)
+        g = pullback(np.ones_like(out.receivers))
+    assert out.impl == "c"
+    assert all(np.abs(g[k]).max() > 0 for k in (*MODELS, "source_amplitudes"))
+
+
+def test_model_adjoint_dot_product():
+    """<J dm, d> = <dm, J^T d> for every model (J dm by central differences of a small step),
+    and the source dot test to float64 round-off."""
+    models, dx, dt, kw = _problem(2, 4, nt=24, free=(0,))
+    rng = np.random.default_rng(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out, pullback = sweep.vjp(sweep.tm2d, *models, dx, dt, impl="c", **kw)
+        d = rng.standard_normal(out.receivers.shape)
+        g = pullback(d)
+        for i, name in enumerate(MODELS):
+            # sigma's effect is small (sigma dt / eps0 ~ 1e-2): a larger relative step.
+            dm = models[i] * rng.uniform(-1, 1, models[i].shape) * (1e-3 if i == 1 else 1e-6)
+            plus = [m + dm if j == i else m for j, m in enumerate(models)]
+            minus = [m - dm if j == i else m for j, m in enumerate(models)]
+            fd = np.vdot(_run("c", 2, plus, dx, dt, kw).receivers
+                         - _run("c", 2, minus, dx, dt, kw).receivers, d) / 2  # fmt: skip
+            an = np.vdot(g[name], dm)
+            assert abs(fd - an) <= 1e-7 * abs(an), (name, fd, an)
+    lhs = np.vdot(out.receivers, d)
+    rhs = np.vdot(kw["source_amplitudes"], g["source_amplitudes"])
+    assert abs(lhs - rhs) <= 1e-12 * abs(lhs)
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_checkpointing_equals_full_storage_bitwise(ndim):
+    models, dx, dt, kw = _problem(ndim, 6, nt=20, free=(0, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out, pullback = sweep.vjp(_fn(ndim), *models, dx, dt, impl="c", **kw)
+        d = np.random.default_rng(2).standard_normal(out.receivers.shape)
+        ref = pullback(d)
+        for mem in (
+            MemoryOptions(strategy="ckpt", ckpt=CkptOptions(chunks=4)),
+            MemoryOptions(strategy="ckpt", ckpt=CkptOptions(mode="recursive", count=2)),
+        ):
+            out2, pb = sweep.vjp(_fn(ndim), *models, dx, dt, impl="c", memory=mem, **kw)
+            assert out2.memory_plan.strategy.startswith("ckpt")
+            got = pb(d)
+            for key in ref:
+                assert np.array_equal(got[key], ref[key]), key
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_threads_and_repeats_are_bitwise_equal(ndim):
+    """One shot, so that two threads share its rows (not one shot each); forward and adjoint."""
+    models, dx, dt, kw = _problem(ndim, 4, nt=14, free=(0,))
+    for key in ("source_amplitudes", "source_locations", "receiver_locations"):
+        kw[key] = kw[key][:1]
+    runs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (1, 2, 2):
+            out, pullback = sweep.vjp(_fn(ndim), *models, dx, dt, impl="c", n_threads=n, **kw)
+            runs.append((out, pullback(np.ones_like(out.receivers))))
+    for out, g in runs[1:]:
+        assert np.array_equal(out.receivers, runs[0][0].receivers)
+        for key in out.state:
+            assert np.array_equal(out.state[key], runs[0][0].state[key]), key
+        for key in g:
+            assert np.array_equal(g[key], runs[0][1][key]), key
