@@ -189,6 +189,30 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_gbar_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int 
   return g;
 }
 
+/* Tap t of adjoint phase A's sum for v_j along axis b (kernel axis d) at
+ * velocity cell q: sum plus the two stress cells whose difference read v_j
+ * (+ at q - k - o, - at q + k - 1 - o). */
+SWEEP_HD SWEEP_R SWEEP_FN(el_adj_a_tap)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
+                                        sweep_int cz, sweep_int cy, sweep_int cx, int j, int b,
+                                        const int cpml, const int nh, int t, SWEEP_R sum) {
+  const int d = EL_A0 + b, fw = j != b;
+  const sweep_int o = fw ? 0 : -1, s = e->st[d], nw = e->n[d];
+  const SWEEP_R *w = e->wv[d][fw] + EL_C(d);
+  const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
+  const SWEEP_R *P = e->m[j][d];
+  const int k = EL_TAP(nh, e->nh, t);
+  const sweep_int o1 = -k - o, o2 = k - 1 - o;
+  SWEEP_R d1 = SWEEP_FN(el_gbar_v)(e, q + o1 * s, j, b);
+  SWEEP_R d2 = SWEEP_FN(el_gbar_v)(e, q + o2 * s, j, b);
+  if (cpml) {
+    const SWEEP_R a1 = A[EL_C(d) + o1], a2 = A[EL_C(d) + o2];
+    d1 = SWEEP_FMA(a1, d1 + P[q + o1 * s], d1);
+    d2 = SWEEP_FMA(a2, d2 + P[q + o2 * s], d2);
+  }
+  sum = SWEEP_FMA(EL_TAP_W(nh, e->nh, t, w[(k - 1) * nw + o1]), d1, sum);
+  return SWEEP_FMA(EL_TAP_W(nh, e->nh, t, -w[(k - 1) * nw + o2]), d2, sum);
+}
+
 /* Adjoint phase A (of S) at velocity cell q. */
 SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
                                  sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
@@ -208,26 +232,18 @@ SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
     SWEEP_R acc = 0;
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
-      const int d = EL_A0 + b, fw = j != b;
-      const sweep_int o = fw ? 0 : -1, s = e->st[d], nw = e->n[d];
-      const SWEEP_R *w = e->wv[d][fw] + EL_C(d);
-      const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
-      const SWEEP_R *P = e->m[j][d];
-      const int cpml = mask & (1 << d);
+      const int d = EL_A0 + b, cpml = mask & (1 << d);
       SWEEP_R sum = 0;
-      for (int t = 1; t <= EL_TAPS(nh, e->nh); ++t) {
-        /* The stress cells whose difference reads v_j at q: + at q - k - o, - at q + k - 1 - o. */
-        const int k = EL_TAP(nh, e->nh, t);
-        const sweep_int o1 = -k - o, o2 = k - 1 - o;
-        SWEEP_R d1 = SWEEP_FN(el_gbar_v)(e, q + o1 * s, j, b);
-        SWEEP_R d2 = SWEEP_FN(el_gbar_v)(e, q + o2 * s, j, b);
-        if (cpml) {
-          const SWEEP_R a1 = A[EL_C(d) + o1], a2 = A[EL_C(d) + o2];
-          d1 = SWEEP_FMA(a1, d1 + P[q + o1 * s], d1);
-          d2 = SWEEP_FMA(a2, d2 + P[q + o2 * s], d2);
-        }
-        sum = SWEEP_FMA(EL_TAP_W(nh, e->nh, t, w[(k - 1) * nw + o1]), d1, sum);
-        sum = SWEEP_FMA(EL_TAP_W(nh, e->nh, t, -w[(k - 1) * nw + o2]), d2, sum);
+      if (nh >= 0) {
+        /* A constant count of taps, unrolled by hand: GCC kept the loop of
+         * EL_MAX_H taps rolled here (and the C-PML rows' cells scalar). */
+        SWEEP_UNROLL
+        for (int t = 1; t <= EL_MAX_H; ++t)
+          if (t <= EL_TAPS(nh, e->nh))
+            sum = SWEEP_FN(el_adj_a_tap)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
+      } else {
+        for (int t = 1; t <= e->nh; ++t)
+          sum = SWEEP_FN(el_adj_a_tap)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
       }
       acc = SWEEP_FMA(sum, e->rdx[d], acc);
     }
