@@ -87,11 +87,11 @@ static inline SWEEP_FN(el_ctx_t) SWEEP_FN(el_shot)(const SWEEP_FN(el_ctx_t) * ba
     const sweep_int pitch = e->n[2];                                                       \
     if (wrow) {                                                                            \
       _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
-        SWEEP_FN(point)(e, base + x, z, y, x, mask, nh, wrow + x, pitch);                        \
+        SWEEP_FN(point)(e, base + x, z, y, x, mask, nh, wrow + x, pitch);                  \
       }                                                                                    \
     } else {                                                                               \
       _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
-        SWEEP_FN(point)(e, base + x, z, y, x, mask, nh, NULL, pitch);                            \
+        SWEEP_FN(point)(e, base + x, z, y, x, mask, nh, NULL, pitch);                      \
       }                                                                                    \
     }                                                                                      \
   }
@@ -117,12 +117,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
   if (st) {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
-        SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, st + x, vs);
+      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, st + x, vs);
     }
   } else {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
-        SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, NULL, vs);
+      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, NULL, vs);
     }
   }
 }
@@ -136,12 +136,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
 #define EL_VEC_MASK(mask) (SWEEP_NDIM == 2 && !((mask) & 4))
 
 /* The rows of every kind: with the CPML (mask != 0) the order is the
- * run-time e->nh, one function per mask; the plain rows, where the time
+ * run-time e->nh (EL_VEC_MASK), one function per mask; the plain rows, where the time
  * goes, one function per order (nh a literal: the taps unroll). */
 #define EL_KIND(kind)                                                                        \
   static inline __attribute__((always_inline)) void SWEEP_FN(el_##kind##_any)(EL_ROW_PARAMS, \
                                                                              const int mask) { \
-    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, EL_VEC_MASK(mask) ? 0 : -1);             \
+    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, EL_VEC_MASK(mask) ? 0 : -1);              \
   }                                                                                          \
   SWEEP_DEFINE_BY_MASK(el_##kind##_row, el_##kind##_any, (EL_ROW_PARAMS), (EL_ROW_ARGS))      \
   EL_PLAIN_(kind, 1) EL_PLAIN_(kind, 2) EL_PLAIN_(kind, 3) EL_PLAIN_(kind, 4)
