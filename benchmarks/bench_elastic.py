@@ -1,23 +1,32 @@
 """sweep.elastic (impl "c" and "eager") against Deepwave 0.1.0's deepwave.elastic, CPU.
 
-2D 600 x 200 cells (5 m), a two-layer model, 2 shots, order 4, CPML 20, a
-15 Hz Ricker force (fz / Deepwave's y) and 300 vz receivers per shot; forward
-and forward + gradient (vp, vs, rho / Deepwave's lambda, mu, buoyancy).
+2D 600 x 200 cells (5 m), a two-layer model, 2 shots, CPML 20, a 15 Hz
+Ricker force (fz / Deepwave's y) and 300 vz receivers per shot; forward and
+forward + gradient (vp, vs, rho / Deepwave's lambda, mu, buoyancy).  With
+``--3d``: 100 x 100 x 100 cells (10 m), CPML 10, 1 shot, 100 vz receivers.
 Each (library, case) runs in a subprocess of its own, interleaved, once:
 
-    PYTHONPATH=. python benchmarks/bench_elastic.py            # all, nt 1500
-    PYTHONPATH=. python benchmarks/bench_elastic.py c fwd 1500 # one worker
+    PYTHONPATH=. python benchmarks/bench_elastic.py                # all, nt 1500, order 4
+    PYTHONPATH=. python benchmarks/bench_elastic.py --order 8 --no-eager
+    PYTHONPATH=. python benchmarks/bench_elastic.py c fwd 1500     # one worker
+    PYTHONPATH=. python benchmarks/bench_elastic.py c grad 500 --order 8 --ckpt 10
 
-The eager gradient (torch autodiff keeps every step) runs with ``--eager-nt``
-steps and is scaled to nt (linear in nt).
+Options: ``--order N`` (4), ``--3d``, ``--f64`` (float64), ``--nt N``,
+``--ckpt N`` (sweep: chunked checkpointing with N chunks; Deepwave:
+``checkpoint_segments=N``), ``--no-eager``, ``--eager-nt N``.  Each line
+gives the time, the model cells times steps times shots per second
+(Mcells/s) and the peak resident memory the run added (MB).  The eager
+gradient (torch autodiff keeps every step) runs with ``--eager-nt`` steps
+and is scaled to nt (linear in nt).
 
-``--das``: DAS receivers instead, sweep ``c`` against ``eager`` (Deepwave has
-none): a vertical fibre at x = 1500 m (5 m channels, 191 of them) and 296
-``"exx"`` receivers on row 2, gauge length 20 m, ``quantity="strain"``; the
-same model and sources.  The gradients run ``--das-nt`` steps (c) and
-``--eager-nt`` steps (eager), scaled to nt.
+``--das``: DAS receivers instead (2D), sweep ``c`` against ``eager``
+(Deepwave has none): a vertical fibre at x = 1500 m (5 m channels, 191 of
+them) and 296 ``"exx"`` receivers on row 2, gauge length 20 m,
+``quantity="strain"``; the same model and sources.  The gradients run
+``--das-nt`` steps (c) and ``--eager-nt`` steps (eager), scaled to nt.
 """
 
+import resource
 import subprocess
 import sys
 import time
@@ -25,52 +34,78 @@ import warnings
 
 import numpy as np
 
+
+def _opt(name: str, default: int) -> int:
+    return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
 warnings.simplefilter("ignore")
+order = _opt("--order", 4)
+ckpt = _opt("--ckpt", 0)
+three_d = "--3d" in sys.argv
+dtype = np.float64 if "--f64" in sys.argv else np.float32
 if len(sys.argv) < 3 or sys.argv[1].startswith("--"):
-    nt = 1500
-    eager_nt = 150
-    if "--eager-nt" in sys.argv:
-        eager_nt = int(sys.argv[sys.argv.index("--eager-nt") + 1])
+    nt = _opt("--nt", 1500)
+    eager_nt = _opt("--eager-nt", 150)
     das = "--das" in sys.argv
-    das_nt = int(sys.argv[sys.argv.index("--das-nt") + 1]) if "--das-nt" in sys.argv else 300
+    das_nt = _opt("--das-nt", 300)
+    libs = ("c", "deepwave") if "--no-eager" in sys.argv else ("c", "deepwave", "eager")
+    if das:
+        libs = tuple(lib for lib in libs if lib != "deepwave")
+    rest = [a for a in sys.argv[1:] if a not in ("--nt", str(nt))]
     for case in ("das-fwd", "das-grad") if das else ("fwd", "grad"):
-        for lib in ("c", "eager") if das else ("c", "deepwave", "eager"):
+        for lib in libs:
             n = eager_nt if (lib, case[-4:]) == ("eager", "grad") else nt
             n = das_nt if (lib, case) == ("c", "das-grad") else n
-            out = subprocess.run([sys.executable, "-P", __file__, lib, case, str(n)],
+            out = subprocess.run([sys.executable, "-P", __file__, lib, case, str(n), *rest],
                                  capture_output=True, text=True)  # fmt: skip
             line = (out.stdout.strip().splitlines() or [out.stderr.strip()[-200:]])[-1]
             print(line + (f" (x{nt / n:.0f} for nt={nt})" if n != nt else ""), flush=True)
     sys.exit(0)
 lib, case = sys.argv[1], sys.argv[2]
-nt = int(sys.argv[3]) if len(sys.argv) > 3 else 1500
-nz, nx, shots, order, dx, dt, f0 = 200, 600, 2, 4, 5.0, 0.0008, 15.0
-vp = np.full((nz, nx), 2500.0, np.float32)
+nt = int(sys.argv[3]) if len(sys.argv) > 3 and not sys.argv[3].startswith("--") else 1500
+if three_d:
+    shape, shots, dx, dt, f0, pml = (100, 100, 100), 1, 10.0, 0.001, 15.0, 10
+else:
+    shape, shots, dx, dt, f0, pml = (200, 600), 2, 5.0, 0.0008, 15.0, 20
+nz, nx = shape[0], shape[-1]
+vp = np.full(shape, 2500.0, dtype)
 vp[nz // 2 :] = 3000.0
-vs = (vp / 1.8).astype(np.float32)
-rho = np.full((nz, nx), 2000.0, np.float32)
+vs = (vp / 1.8).astype(dtype)
+rho = np.full(shape, 2000.0, dtype)
 tt = np.arange(nt) * dt - 1.5 / f0
 arg = (np.pi * f0 * tt) ** 2
-amp = np.tile(((1 - 2 * arg) * np.exp(-arg)).astype(np.float32), (shots, 1, 1)) * 1e6
-src = np.array([[[2, 150]], [[2, 450]]])
-rec = np.zeros((shots, 300, 2), np.int64)
+amp = np.tile(((1 - 2 * arg) * np.exp(-arg)).astype(dtype), (shots, 1, 1)) * 1e6
+n_rec = nx // 2 if not three_d else 100
+src = np.zeros((shots, 1, len(shape)), np.int64)
+rec = np.zeros((shots, n_rec, len(shape)), np.int64)
+src[..., 0] = 2
 rec[..., 0] = 2
-rec[..., 1] = np.arange(0, 600, 2)
+for s in range(shots):
+    src[s, 0, 1:] = (s + 1) * nx // (shots + 1) if not three_d else nx // 2
+rec[..., -1] = np.arange(0, nx, 2)[:n_rec] if not three_d else np.arange(n_rec)
+if three_d:
+    rec[..., 1] = nx // 2
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 if lib in ("c", "eager"):
     import sweep
+    from sweep.propagator.options import CkptOptions, MemoryOptions
 
     kw = dict(source_amplitudes=amp, source_locations=src, receiver_locations=rec,
-              accuracy=order, pml_width=20, impl=lib)  # fmt: skip
+              accuracy=order, pml_width=pml, impl=lib)  # fmt: skip
     if case.startswith("das"):
         fibre = sweep.das.Fibre([[5.0, 1500.0], [955.0, 1500.0]], channel_spacing=5.0)
         kw.update(receiver_kind="exx", fibre=fibre, gauge_length=20.0, quantity="strain")
         kw["receiver_locations"] = rec[:, 2:-2]  # the gauges inside the model
+    if ckpt and case.endswith("grad"):
+        kw["memory"] = MemoryOptions(strategy="ckpt", ckpt=CkptOptions(chunks=ckpt))
     models = (vp, vs, rho)
     if lib == "eager" and case.endswith("grad"):
         import torch
 
         models = tuple(torch.from_numpy(x) for x in models)
         kw["source_amplitudes"] = torch.from_numpy(amp)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     if case.endswith("fwd"):
         out = sweep.elastic(*models, dx, dt, **kw)
@@ -88,9 +123,15 @@ else:
     if case == "grad":
         for x in (lam, mu, buoy):
             x.requires_grad_()
-    kw = dict(source_amplitudes_y=torch.from_numpy(amp), source_locations_y=torch.from_numpy(src),
-              receiver_locations_y=torch.from_numpy(rec), accuracy=order, pml_width=20,
-              pml_freq=f0)  # fmt: skip
+    # Deepwave's vertical axis is y in 2D, z in 3D.
+    v = "z" if three_d else "y"
+    kw = {f"source_amplitudes_{v}": torch.from_numpy(amp),
+          f"source_locations_{v}": torch.from_numpy(src),
+          f"receiver_locations_{v}": torch.from_numpy(rec),
+          "accuracy": order, "pml_width": pml, "pml_freq": f0}  # fmt: skip
+    if ckpt and case == "grad":
+        kw["checkpoint_segments"] = ckpt
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     out = deepwave.elastic(lam, mu, buoy, dx, dt, **kw)
     if case == "grad":
@@ -102,4 +143,9 @@ else:
         )
         r.sum().backward()
     elapsed = time.perf_counter() - t0
-print(f"{lib} {case} nt={nt} {elapsed:.2f} s")
+peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
+mcells = np.prod(shape) * nt * shots / elapsed / 1e6
+tag = f"{'3d' if three_d else '2d'} o{order} {np.dtype(dtype).name}" + (
+    f" ckpt{ckpt}" if ckpt else ""
+)
+print(f"{lib} {case} {tag} nt={nt} {elapsed:.2f} s {mcells:.0f} Mcells/s peak +{peak:.0f} MB")

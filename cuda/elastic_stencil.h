@@ -4,9 +4,9 @@
  * definition of the arithmetic for the C/OpenMP kernels
  * (sweep_cy/elastic_cpu_impl.h); the discrete operator is the eager
  * reference's (sweep/equations/elastic/eager.py, docs/elastic.md).  The
- * order is an argument of the point functions (nh taps per side): a literal
- * in the CPU's plain rows (unrolled), e->nh elsewhere, so one specialisation
- * per (ndim, dtype) serves every order.
+ * order is an argument of the point functions (nh taps per side, see
+ * STAG_TAPS): a literal in the CPU's plain rows (unrolled), e->nh elsewhere,
+ * so one specialisation per (ndim, dtype) serves every order.
  *
  * Indices (model axes a, b = 0 .. ND-1 in the order z, (y,) x; kernel axis
  * d = SWEEP_FIRST_AXIS + a): fields v_a = a, s_aa = ND + a, s_ab = 2 ND +
@@ -62,6 +62,10 @@
 #define EL_CB(a) (a)
 #define EL_CC(i, j) (EL_ND + (i) * EL_ND + (j))
 #define EL_CMU(a, b) (EL_ND + EL_ND * EL_ND + EL_PAIR(a, b))
+/* Coordinate of the cell along kernel axis d (a constant once unrolled): the
+ * point functions take the coordinates as scalars, as a local array in an
+ * `omp simd` loop (one lane each) kept the CPU's loops from vectorising. */
+#define EL_C(d) ((d) == 0 ? cz : (d) == 1 ? cy : cx)
 
 /* Pointers of one call (fields, memory variables and gradients offset to one
  * shot by the caller) and the facts of the grid. */
@@ -78,21 +82,21 @@ typedef struct SWEEP_FN(elastic_ctx) {
   int nh;
 } SWEEP_FN(elastic_ctx);
 
-/* Phase V at cell i (coordinates c): the velocities; W (or NULL) receives
+/* Phase V at cell i (coordinates cz, cy, cx): the velocities; W (or NULL) receives
  * the snapshot values sum_b D_ab at W[a * pitch]. */
 SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
-                                 const sweep_int *c, const int mask, const int nh, SWEEP_R *W,
-                                 sweep_int pitch) {
+                                 sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                 const int nh, SWEEP_R *W, sweep_int pitch) {
   SWEEP_UNROLL
   for (int a = 0; a < EL_ND; ++a) {
     SWEEP_R acc = 0;
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, F = EL_S(a, b), fw = a == b;
-      SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, e->st[d], fw, e->ws, 1, nh) * e->rdx[d];
+      SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, e->st[d], fw, e->ws, 1, nh, e->nh) * e->rdx[d];
       if (mask & (1 << d))
         D = SWEEP_FN(stag_stretch)(e->m[F][d] + i, fw ? e->pah[d] : e->pa[d],
-                                 fw ? e->pbh[d] : e->pb[d], c[d], D);
+                                   fw ? e->pbh[d] : e->pb[d], EL_C(d), D);
       acc += D;
     }
     e->f[a][i] = SWEEP_FMA(e->c[EL_CB(a)][i], acc, e->f[a][i]);
@@ -103,19 +107,19 @@ SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
 /* Phase S at cell i: the stresses; W receives D_jj (values ND + j) and
  * D_ab + D_ba (values 2 ND + pair). */
 SWEEP_HD void SWEEP_FN(el_fwd_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
-                                 const sweep_int *c, const int mask, const int nh, SWEEP_R *W,
-                                 sweep_int pitch) {
+                                 sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                 const int nh, SWEEP_R *W, sweep_int pitch) {
   SWEEP_R D[3][3];
   SWEEP_UNROLL
   for (int j = 0; j < EL_ND; ++j) {
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, fw = j != b;
-      SWEEP_R x = SWEEP_FN(stag_diff)(e->f[j] + i, e->st[d], fw, e->wv[d][fw] + c[d], e->n[d],
-                                    nh) * e->rdx[d];
+      SWEEP_R x = SWEEP_FN(stag_diff)(e->f[j] + i, e->st[d], fw, e->wv[d][fw] + EL_C(d), e->n[d],
+                                    nh, e->nh) * e->rdx[d];
       if (mask & (1 << d))
         x = SWEEP_FN(stag_stretch)(e->m[j][d] + i, fw ? e->pah[d] : e->pa[d],
-                                 fw ? e->pbh[d] : e->pb[d], c[d], x);
+                                 fw ? e->pbh[d] : e->pb[d], EL_C(d), x);
       D[j][b] = x;
     }
   }
@@ -130,7 +134,8 @@ SWEEP_HD void SWEEP_FN(el_fwd_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
   SWEEP_UNROLL
   for (int a = 0; a < EL_ND; ++a) {
     SWEEP_UNROLL
-    for (int b = a + 1; b < EL_ND; ++b) {
+    for (int b = 0; b < EL_ND; ++b) {
+      if (a >= b) continue; /* constant bounds: see el_adj_b */
       const SWEEP_R sum = D[a][b] + D[b][a];
       e->f[EL_S(a, b)][i] = SWEEP_FMA(e->c[EL_CMU(a, b)][i], sum, e->f[EL_S(a, b)][i]);
       if (W) W[(2 * EL_ND + EL_PAIR(a, b)) * pitch] = sum;
@@ -148,9 +153,34 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_gbar_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int 
   return g;
 }
 
+/* Tap t of adjoint phase A's sum for v_j along axis b (kernel axis d) at
+ * velocity cell q: sum plus the two stress cells whose difference read v_j
+ * (+ at q - k - o, - at q + k - 1 - o). */
+SWEEP_HD SWEEP_R SWEEP_FN(el_adj_a_tap)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
+                                        sweep_int cz, sweep_int cy, sweep_int cx, int j, int b,
+                                        const int cpml, const int nh, int t, SWEEP_R sum) {
+  const int d = EL_A0 + b, fw = j != b;
+  const sweep_int o = fw ? 0 : -1, s = e->st[d], nw = e->n[d];
+  const SWEEP_R *w = e->wv[d][fw] + EL_C(d);
+  const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
+  const SWEEP_R *P = e->m[j][d];
+  const int k = STAG_TAP(nh, e->nh, t);
+  const sweep_int o1 = -k - o, o2 = k - 1 - o;
+  SWEEP_R d1 = SWEEP_FN(el_gbar_v)(e, q + o1 * s, j, b);
+  SWEEP_R d2 = SWEEP_FN(el_gbar_v)(e, q + o2 * s, j, b);
+  if (cpml) {
+    const SWEEP_R a1 = A[EL_C(d) + o1], a2 = A[EL_C(d) + o2];
+    d1 = SWEEP_FMA(a1, d1 + P[q + o1 * s], d1);
+    d2 = SWEEP_FMA(a2, d2 + P[q + o2 * s], d2);
+  }
+  sum = SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, w[(k - 1) * nw + o1]), d1, sum);
+  return SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, -w[(k - 1) * nw + o2]), d2, sum);
+}
+
 /* Adjoint phase A (of S) at velocity cell q. */
 SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
-                                 const sweep_int *c, const int mask, const int nh) {
+                                 sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                 const int nh) {
   SWEEP_UNROLL
   for (int j = 0; j < EL_ND; ++j) {
     /* The lagged P of the stress derivatives that v_j's update read. */
@@ -160,31 +190,24 @@ SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
       const int d = EL_A0 + b, fw = j == b;
       if (mask & (1 << d)) {
         SWEEP_R *m = e->m[EL_S(j, b)][d] + q;
-        *m = (fw ? e->pbh[d] : e->pb[d])[c[d]] * (*m + gv);
+        *m = (fw ? e->pbh[d] : e->pb[d])[EL_C(d)] * (*m + gv);
       }
     }
     SWEEP_R acc = 0;
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
-      const int d = EL_A0 + b, fw = j != b;
-      const sweep_int o = fw ? 0 : -1, s = e->st[d], nw = e->n[d];
-      const SWEEP_R *w = e->wv[d][fw] + c[d];
-      const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
-      const SWEEP_R *P = e->m[j][d];
-      const int cpml = mask & (1 << d);
+      const int d = EL_A0 + b, cpml = mask & (1 << d);
       SWEEP_R sum = 0;
-      for (int k = 1; k <= nh; ++k) {
-        /* The stress cells whose difference reads v_j at q: + at q - k - o, - at q + k - 1 - o. */
-        const sweep_int o1 = -k - o, o2 = k - 1 - o;
-        SWEEP_R d1 = SWEEP_FN(el_gbar_v)(e, q + o1 * s, j, b);
-        SWEEP_R d2 = SWEEP_FN(el_gbar_v)(e, q + o2 * s, j, b);
-        if (cpml) {
-          const SWEEP_R a1 = A[c[d] + o1], a2 = A[c[d] + o2];
-          d1 = SWEEP_FMA(a1, d1 + P[q + o1 * s], d1);
-          d2 = SWEEP_FMA(a2, d2 + P[q + o2 * s], d2);
-        }
-        sum = SWEEP_FMA(w[(k - 1) * nw + o1], d1, sum);
-        sum = SWEEP_FMA(-w[(k - 1) * nw + o2], d2, sum);
+      if (nh >= 0) {
+        /* A constant count of taps, unrolled by hand: GCC kept the loop of
+         * STAG_MAX_H taps rolled here (and the C-PML rows' cells scalar). */
+        SWEEP_UNROLL
+        for (int t = 1; t <= STAG_MAX_H; ++t)
+          if (t <= STAG_TAPS(nh, e->nh))
+            sum = SWEEP_FN(el_adj_a_tap)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
+      } else {
+        for (int t = 1; t <= e->nh; ++t)
+          sum = SWEEP_FN(el_adj_a_tap)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
       }
       acc = SWEEP_FMA(sum, e->rdx[d], acc);
     }
@@ -202,9 +225,11 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_dbar_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int 
 /* Adjoint phase B (of V) at stress cell q; st (or NULL): the snapshot of
  * the step at this cell, value v at st[v * vs]. */
 SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
-                                 const sweep_int *c, const int mask, const int nh,
-                                 const SWEEP_R *st, sweep_int vs) {
+                                 sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                 const int nh, const SWEEP_R *st, sweep_int vs) {
   if (st) {
+    /* Constant loop bounds (b from 0, a < b tested), which GCC unrolls
+     * before it vectorises the cell loop; b from a + 1 it did not. */
     SWEEP_UNROLL
     for (int a = 0; a < EL_ND; ++a) {
       e->g[EL_CB(a)][q] = SWEEP_FMA(e->f[a][q], st[a * vs], e->g[EL_CB(a)][q]);
@@ -213,10 +238,11 @@ SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
         e->g[EL_CC(a, j)][q] =
             SWEEP_FMA(e->f[EL_ND + a][q], st[(EL_ND + j) * vs], e->g[EL_CC(a, j)][q]);
       SWEEP_UNROLL
-      for (int b = a + 1; b < EL_ND; ++b)
-        e->g[EL_CMU(a, b)][q] = SWEEP_FMA(e->f[EL_S(a, b)][q],
-                                          st[(2 * EL_ND + EL_PAIR(a, b)) * vs],
-                                          e->g[EL_CMU(a, b)][q]);
+      for (int b = 0; b < EL_ND; ++b)
+        if (a < b)
+          e->g[EL_CMU(a, b)][q] = SWEEP_FMA(e->f[EL_S(a, b)][q],
+                                            st[(2 * EL_ND + EL_PAIR(a, b)) * vs],
+                                            e->g[EL_CMU(a, b)][q]);
     }
   }
   /* P of the velocity derivatives that this cell's stresses read, from the
@@ -228,7 +254,7 @@ SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
       const int d = EL_A0 + b, fw = j != b;
       if (mask & (1 << d)) {
         SWEEP_R *m = e->m[j][d] + q;
-        *m = (fw ? e->pbh[d] : e->pb[d])[c[d]] * (*m + SWEEP_FN(el_gbar_v)(e, q, j, b));
+        *m = (fw ? e->pbh[d] : e->pb[d])[EL_C(d)] * (*m + SWEEP_FN(el_gbar_v)(e, q, j, b));
       }
     }
   }
@@ -241,11 +267,12 @@ SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
       const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
       const int cpml = mask & (1 << d);
       SWEEP_R sum = 0;
-      for (int k = 1; k <= nh; ++k) {
+      for (int t = 1; t <= STAG_TAPS(nh, e->nh); ++t) {
+        const int k = STAG_TAP(nh, e->nh, t);
         const sweep_int o1 = -k - o, o2 = k - 1 - o;
-        const SWEEP_R d1 = SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, c[d] + o1, cpml);
-        const SWEEP_R d2 = SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, c[d] + o2, cpml);
-        sum = SWEEP_FMA(e->ws[k - 1], d1 - d2, sum);
+        const SWEEP_R d1 = SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, EL_C(d) + o1, cpml);
+        const SWEEP_R d2 = SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, EL_C(d) + o2, cpml);
+        sum = SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, e->ws[k - 1]), d1 - d2, sum);
       }
       e->f[F][q] = SWEEP_FMA(sum, e->rdx[d], e->f[F][q]);
     }
@@ -258,7 +285,7 @@ SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
  * there, and b, are zero), and every axis takes its C-PML form (A = 0 where
  * there is none gives the plain one exactly). */
 SWEEP_HD void SWEEP_FN(el_adj_b_halo)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
-                                      const sweep_int *c) {
+                                      sweep_int cz, sweep_int cy, sweep_int cx) {
   SWEEP_UNROLL
   for (int a = 0; a < EL_ND; ++a) {
     SWEEP_UNROLL
@@ -269,10 +296,10 @@ SWEEP_HD void SWEEP_FN(el_adj_b_halo)(const SWEEP_FN(elastic_ctx) * e, sweep_int
       SWEEP_R sum = 0;
       for (int k = 1; k <= e->nh; ++k) {
         const sweep_int o1 = -k - o, o2 = k - 1 - o;
-        const int in1 = c[d] + o1 >= 0 && c[d] + o1 < e->n[d];
-        const int in2 = c[d] + o2 >= 0 && c[d] + o2 < e->n[d];
-        const SWEEP_R d1 = in1 ? SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, c[d] + o1, 1) : 0;
-        const SWEEP_R d2 = in2 ? SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, c[d] + o2, 1) : 0;
+        const int in1 = EL_C(d) + o1 >= 0 && EL_C(d) + o1 < e->n[d];
+        const int in2 = EL_C(d) + o2 >= 0 && EL_C(d) + o2 < e->n[d];
+        const SWEEP_R d1 = in1 ? SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, EL_C(d) + o1, 1) : 0;
+        const SWEEP_R d2 = in2 ? SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, EL_C(d) + o2, 1) : 0;
         sum = SWEEP_FMA(e->ws[k - 1], d1 - d2, sum);
       }
       e->f[F][q] = SWEEP_FMA(sum, e->rdx[d], e->f[F][q]);

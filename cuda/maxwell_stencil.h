@@ -114,7 +114,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(mx_curl)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep
     const int s = SWEEP_FN(mx_term)(a, t, &b, &cc);
     if (!s) continue;
     const int F = at_e ? MX_HF(cc) : MX_EF(cc), fw = !at_e;
-    SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, e->st[b], fw, e->ws, 1, nh) * e->rdx[b];
+    SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, e->st[b], fw, e->ws, 1, nh, nh) * e->rdx[b];
     if (mask & (1 << b))
       D = SWEEP_FN(stag_stretch)(e->m[F][b] + i, fw ? e->pah[b] : e->pa[b],
                                  fw ? e->pbh[b] : e->pb[b], c[b], D);

@@ -4,15 +4,31 @@
  * the C-PML stretch of one derivative.  Included by an equation's stencil
  * after SWEEP_FN and SWEEP_R are defined (once per specialisation).
  */
+/* The taps of a difference, by nh.  nh > 0: the reach, a literal (the plain
+ * rows: nh taps, unrolled).  nh == 0: the run-time reach rnh as STAG_MAX_H
+ * taps, those past rnh repeating tap rnh with weight 0 (exact zeros added): a
+ * loop of constant length, which unrolls, so the CPU vectorises the cell loop
+ * around it (around a loop of run-time length it does not).  nh < 0: a loop
+ * of rnh taps (less code; the CPU runs it scalar). */
+#define STAG_MAX_H 4
+#define STAG_TAPS(nh, rnh) ((nh) > 0 ? (nh) : (nh) == 0 ? STAG_MAX_H : (rnh))
+/* Tap t as read (clamped to the reach) and its weight w (times 0 past the
+ * reach: w is loaded either way, a select of a load the vectoriser refused). */
+#define STAG_TAP(nh, rnh, t) ((nh) > 0 || (t) <= (rnh) ? (t) : (rnh))
+#define STAG_TAP_W(nh, rnh, t, w) (((nh) > 0 || (t) <= (rnh) ? (SWEEP_R)1 : (SWEEP_R)0) * (w))
+
 /* Staggered difference at f (unscaled): forward (nodes to half nodes)
  * sum_k w_k (f[k] - f[1 - k]), backward sum_k w_k (f[k - 1] - f[-k]), s the
- * stride along the axis, w_k = w[(k - 1) ws]. */
+ * stride along the axis, w_k = w[(k - 1) ws]; taps of (nh, rnh) as above. */
 SWEEP_HD SWEEP_R SWEEP_FN(stag_diff)(const SWEEP_R *f, sweep_int s, int fw, const SWEEP_R *w,
-                                   sweep_int ws, int nh) {
+                                   sweep_int ws, int nh, int rnh) {
   const sweep_int o = fw ? 0 : -1;
   SWEEP_R acc = 0;
-  for (int k = 1; k <= nh; ++k)
-    acc = SWEEP_FMA(w[(k - 1) * ws], f[(k + o) * s] - f[(1 - k + o) * s], acc);
+  for (int t = 1; t <= STAG_TAPS(nh, rnh); ++t) {
+    const int k = STAG_TAP(nh, rnh, t);
+    acc = SWEEP_FMA(STAG_TAP_W(nh, rnh, t, w[(k - 1) * ws]), f[(k + o) * s] - f[(1 - k + o) * s],
+                    acc);
+  }
   return acc;
 }
 

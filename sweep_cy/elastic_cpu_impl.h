@@ -1,8 +1,9 @@
 /*
  * The elastic equation's plug-in to the CPU time loops: two phases per step
- * (cpu_phased.h through cpu_skeleton.h), scalar rows over the point
- * arithmetic of cuda/elastic_stencil.h, one never-inlined function per CPML
- * mask for each of the four row kinds, and the points and free-surface
+ * (cpu_phased.h through cpu_skeleton.h), `omp simd` rows over the point
+ * arithmetic of cuda/elastic_stencil.h (GCC vectorises the plain rows and
+ * the 2D z-strip C-PML rows), one never-inlined function per CPML mask for
+ * each of the four row kinds, and the points and free-surface
  * images of each phase.  The order is a run-time value: the unit of
  * (ndim, dtype) defines the entry points of every order (see the end).
  *
@@ -86,13 +87,11 @@ static inline SWEEP_FN(el_ctx_t) SWEEP_FN(el_shot)(const SWEEP_FN(el_ctx_t) * ba
     const sweep_int pitch = e->n[2];                                                       \
     if (wrow) {                                                                            \
       _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
-        const sweep_int c[3] = {z, y, x};                                                  \
-        SWEEP_FN(point)(e, base + x, c, mask, nh, wrow + x, pitch);                        \
+        SWEEP_FN(point)(e, base + x, z, y, x, mask, nh, wrow + x, pitch);                  \
       }                                                                                    \
     } else {                                                                               \
       _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
-        const sweep_int c[3] = {z, y, x};                                                  \
-        SWEEP_FN(point)(e, base + x, c, mask, nh, NULL, pitch);                            \
+        SWEEP_FN(point)(e, base + x, z, y, x, mask, nh, NULL, pitch);                      \
       }                                                                                    \
     }                                                                                      \
   }
@@ -106,8 +105,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_cells)(EL_RO
   (void)wrow, (void)st, (void)vs;
 #pragma omp simd
   for (sweep_int x = x0; x < x1; ++x) {
-    const sweep_int c[3] = {z, y, x};
-    SWEEP_FN(el_adj_a)(e, base + x, c, mask, nh);
+    SWEEP_FN(el_adj_a)(e, base + x, z, y, x, mask, nh);
   }
 }
 
@@ -119,25 +117,31 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
   if (st) {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
-      const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_adj_b)(e, base + x, c, mask, nh, st + x, vs);
+      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, st + x, vs);
     }
   } else {
 #pragma omp simd
     for (sweep_int x = x0; x < x1; ++x) {
-      const sweep_int c[3] = {z, y, x};
-      SWEEP_FN(el_adj_b)(e, base + x, c, mask, nh, NULL, vs);
+      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, NULL, vs);
     }
   }
 }
 
+/* The C-PML rows that run vectorised (taps nh == 0 of EL_TAPS): in 2D the
+ * full rows of the z strips.  The x strips' segments, short, and every 3D
+ * C-PML row keep the scalar loop of run-time length (nh < 0), whose code is
+ * small.  Vectorised too, the 3D unit took 21 s of CPU to compile instead of
+ * 9 s (GCC 12, niced on the loaded machine), and the 2D x strips gained
+ * nothing measurable (2D order 4 forward, nt 300: 0.27-0.29 s either way). */
+#define EL_VEC_MASK(mask) (SWEEP_NDIM == 2 && !((mask) & 4))
+
 /* The rows of every kind: with the CPML (mask != 0) the order is the
- * run-time e->nh, one function per mask; the plain rows, where the time
+ * run-time e->nh (EL_VEC_MASK), one function per mask; the plain rows, where the time
  * goes, one function per order (nh a literal: the taps unroll). */
 #define EL_KIND(kind)                                                                        \
   static inline __attribute__((always_inline)) void SWEEP_FN(el_##kind##_any)(EL_ROW_PARAMS, \
                                                                              const int mask) { \
-    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, e->nh);                                   \
+    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, EL_VEC_MASK(mask) ? 0 : -1);              \
   }                                                                                          \
   SWEEP_DEFINE_BY_MASK(el_##kind##_row, el_##kind##_any, (EL_ROW_PARAMS), (EL_ROW_ARGS))      \
   EL_PLAIN_(kind, 1) EL_PLAIN_(kind, 2) EL_PLAIN_(kind, 3) EL_PLAIN_(kind, 4)
@@ -228,8 +232,7 @@ static void SWEEP_FN(el_adj_b_images)(const sweep_acoustic_params *p,
         const int ghost = row_ghost || (p->free_lo[2] && x < h) ||
                           (p->free_hi[2] && x >= p->shape[2] - h);
         if (!ghost) continue;
-        const sweep_int c[3] = {z, y, x};
-        SWEEP_FN(el_adj_b_halo)(&e, z * p->stride[0] + y * p->stride[1] + x, c);
+            SWEEP_FN(el_adj_b_halo)(&e, z * p->stride[0] + y * p->stride[1] + x, z, y, x);
       }
     }
 }
