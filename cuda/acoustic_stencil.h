@@ -49,8 +49,9 @@
  * Boundary saving runs the leapfrog backwards on the model cells farther than
  * a halo from the CPML ("plain" cells, where W is the plain Laplacian):
  *   u^{n-1} = v^2 dt^2 W^n + 2 u^n - u^{n+1}   (- v^2 dt^2 f at sources)
- * with u^n and W^n of the remaining model cells (the band) saved in the
- * forward pass.
+ * with u^n of the remaining model cells (the band) saved in the forward pass;
+ * the band's W^n is recomputed from it, the plain cells' u^n and the state of
+ * the CPML cells next to the band (acoustic_w_band_point).
  */
 
 #define SWEEP_H (SWEEP_ORDER / 2)
@@ -217,30 +218,60 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_fwd_point)(
   return w;
 }
 
+/* Boundary saving: whether coordinate c along axis d is a ring cell's (a
+ * stored cell outside the model, sweep/_grid.py's ring_idx); the band's
+ * stencil reads psi there and nowhere else (psi is zero on the model). */
+#define SWEEP_RING_TAP(p, d, c)                                  \
+  ((c) < (p)->model_lo[d] ? (c) >= (p)->store_lo[d]              \
+                          : (c) >= (p)->model_hi[d] && (c) < (p)->store_hi[d])
+/* The axis along which ring cell i (a flat index of one shot's grid) lies
+ * outside the model: the axis of the psi its band neighbours read. */
+SWEEP_HD int SWEEP_FN(ring_axis)(const sweep_acoustic_params *p, sweep_int i) {
+  const sweep_int z = i / p->stride[0], r = i - z * p->stride[0];
+  const sweep_int c[3] = {z, r / p->stride[1], r % p->stride[1]};
+  int axis = 2;
+  for (int d = 0; d < 2; ++d)
+    if (c[d] < p->model_lo[d] || c[d] >= p->model_hi[d]) axis = d;
+  return axis;
+}
+#define SWEEP_TAP_RING_PSI_(k) \
+  (SWEEP_RING_TAP(p, d, cd_ + (k)) ? SWEEP_LD(ps_ + (k) * s_) : (SWEEP_R)0)
+
 /*
- * W^n of a model cell (CPML profiles zero there, so zeta^{n+1} = 0), without
- * side effects: the CPML terms of every axis are included, which adds exact
- * zeros where psi vanishes, so this equals what acoustic_fwd_point returns.
+ * W^n of band cell i (a model cell within a halo of the CPML) at (cz, cy,
+ * cx), bitwise what acoustic_fwd_point returned there (up to the sign of a
+ * zero): u holds u^n on the model and the ring, rpsi psi^n of each ring cell
+ * along its axis (the CPML replay's; boundary saving's adjoint).  The CPML
+ * terms of every axis are included: the profiles are zero on the model, so
+ * zeta^{n+1} is zero, and they add exact zeros where no psi reaches.
  */
-SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_model_point)(const sweep_acoustic_params *p,
-                                                  const SWEEP_R *SWEEP_RESTRICT u,
-                                                  SWEEP_R *const *psi, sweep_int i) {
+SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_band_point)(const sweep_acoustic_params *p,
+                                                 const SWEEP_R *SWEEP_RESTRICT u,
+                                                 const SWEEP_R *SWEEP_RESTRICT rpsi, sweep_int i,
+                                                 sweep_int cz, sweep_int cy, sweep_int cx) {
   SWEEP_COEFFS;
+  const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R w = 0;
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
-    const sweep_int s = p->stride[d];
-    const SWEEP_R *ps = psi[d];
-    SWEEP_R d2u, d1psi;
-#define ACC_U(k) u[i + (k) * s]
-#define ACC_PSI(k) ps[i + (k) * s]
-    SWEEP_D2(d2u, ACC_U);
-    SWEEP_D1(d1psi, ACC_PSI);
-#undef ACC_U
-#undef ACC_PSI
-    w = SWEEP_W_AXIS(w, d2u, (SWEEP_R)p->rdx2[d], d1psi, (SWEEP_R)p->rdx[d], (SWEEP_R)0);
+    const sweep_int cd_ = c[d];
+    SWEEP_R zeta = 0, psi_new; /* zeta^n and psi^{n+1} of a model cell: zero */
+    SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_U_, SWEEP_TAP_RING_PSI_, SWEEP_R, w, u + i, rpsi + i, &psi_new,
+                        &zeta, (SWEEP_R)0, (SWEEP_R)0, p->stride[d], (SWEEP_R)p->rdx[d],
+                        (SWEEP_R)p->rdx2[d], 1);
   }
   return w;
+}
+
+/* The model-gradient correlation of band cell i (acoustic_recon_point's on a
+ * plain cell): grad += mu^{n+1} W^n, W^n from acoustic_w_band_point. */
+SWEEP_HD void SWEEP_FN(acoustic_recon_band_point)(const sweep_acoustic_params *p,
+                                                  const SWEEP_R *SWEEP_RESTRICT u,
+                                                  const SWEEP_R *SWEEP_RESTRICT rpsi,
+                                                  const SWEEP_R *SWEEP_RESTRICT mu,
+                                                  SWEEP_R *SWEEP_RESTRICT grad, sweep_int i,
+                                                  sweep_int cz, sweep_int cy, sweep_int cx) {
+  grad[i] += mu[i] * SWEEP_FN(acoustic_w_band_point)(p, u, rpsi, i, cz, cy, cx);
 }
 
 /* W^n of a plain cell (the plain Laplacian of u), as the forward computes it. */

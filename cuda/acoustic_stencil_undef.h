@@ -15,6 +15,8 @@
 #undef SWEEP_ST
 #undef SWEEP_TAP_U_
 #undef SWEEP_TAP_PSI_
+#undef SWEEP_RING_TAP
+#undef SWEEP_TAP_RING_PSI_
 #undef SWEEP_FWD_AXIS
 #undef SWEEP_FWD_AXIS_TAPS
 #undef SWEEP_FWD_AXIS_OP

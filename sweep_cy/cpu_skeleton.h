@@ -57,14 +57,18 @@
  *   SWEEP_EQ_FIELDS   array record.  The skeleton reads its I/O members by
  *                     the names of sweep_acoustic_fields: pml_a, pml_b,
  *                     src_amp, src_idx, rec, rec_idx, store, grad_src,
- *                     band_idx, band_row, band_u, band_w, replay_w,
- *                     outer_idx, outer_row, cpml_pos.
+ *                     band_idx, band_row, band_u, replay_w, replay_u,
+ *                     outer_idx, outer_row, cpml_pos, ring_idx.
  *   SWEEP_EQ_FORWARD, SWEEP_EQ_BACKWARD   names of the two entry points.
  *   SWEEP_EQ_SNAP_VALUES  values per cell of a gradient snapshot (default 1;
  *                     see SWEEP_SNAP_STRIDE and SWEEP_WR_PITCH below); boundary
- *                     saving's band_w and replay_w hold as many per cell.
+ *                     saving's replay_w holds as many per cell.
  *   SWEEP_EQ_BAND_VALUES  state values per band cell that boundary saving
  *                     keeps in band_u (default 1; see SWEEP_BAND_SLOT).
+ *   SWEEP_EQ_RING_VALUES  state values per ring cell that the CPML replay
+ *                     keeps in replay_u (default 2 * SWEEP_EQ_BAND_VALUES:
+ *                     per band value v, u as value v and psi along the
+ *                     cell's axis as value SWEEP_EQ_BAND_VALUES + v).
  *   SWEEP_EQ_RECON_SNAPSHOT  0 (default): boundary saving's reconstruction
  *                     correlates as it goes (SWEEP_EQ_RECON_ROW and
  *                     SWEEP_EQ_RECON_CELL); 1: for an equation whose gradient
@@ -72,9 +76,10 @@
  *                     adjoint step first rebuilds its whole snapshot in slot 0
  *                     of f->store (a one-step buffer of the caller's): the
  *                     plain cells from the reconstruction
- *                     (SWEEP_EQ_RECON_SNAP_ROW), the band from band_w, the
- *                     CPML from replay_w; the step then correlates it as full
- *                     storage does (SWEEP_EQ_ADJ_CORRELATE).
+ *                     (SWEEP_EQ_RECON_SNAP_ROW), the band recomputed
+ *                     (SWEEP_EQ_RECON_SNAP_BAND), the CPML from replay_w;
+ *                     the step then correlates it as full storage does
+ *                     (SWEEP_EQ_ADJ_CORRELATE).
  *   SWEEP_EQ_PAIRED_CORRELATION  1 (default): the adjoint may defer a step's
  *                     correlation to the next step (see the backward
  *                     driver); 0: every step correlates its own snapshots
@@ -155,6 +160,12 @@
  *                              of the shot at off.
  *   SWEEP_EQ_FWD_LOAD_BAND(i, v, x)  CPML replay: the saved value x into
  *                              cell i of state value v's field.
+ *   SWEEP_EQ_FWD_RING(off, v, d)  CPML replay: the field whose ring cells
+ *                              (ring_idx: the stored cells outside the model
+ *                              that a band cell's stencil reads, each
+ *                              outside along one axis d) it keeps as replay_u's
+ *                              value v (< SWEEP_EQ_RING_VALUES) at the start
+ *                              of each step, after the band's load.
  *   SWEEP_EQ_RECON(f)          1 when this adjoint call reconstructs the
  *                              forward wavefield.
  *   SWEEP_EQ_RECON_ROW(p, off, base)  reconstruction (one step backwards)
@@ -166,9 +177,24 @@
  *                              backwards of the plain x range of row (z, y),
  *                              plain in z and y, writing the snapshot value
  *                              v of its cell x to st[x - store_lo[2] + v * vs].
- *   SWEEP_EQ_RECON_CELL(i, w, vs)  the model gradient at cell i from the
- *                              saved snapshot of the cell (band and CPML
- *                              cells): its value v is w[v * vs].
+ *   SWEEP_EQ_RECON_LOAD_RING(i, v, d, x)  at the start of each adjoint step
+ *                              t, the replay's value v of ring cell i (axis
+ *                              d) at step t into the reconstruction, where
+ *                              the band's hooks read it.
+ *   SWEEP_EQ_RECON_BAND(p, off, i, z, y, x)  SWEEP_EQ_RECON_SNAPSHOT 0: the
+ *                              correlation of band cell i (at x of row (z,
+ *                              y)) with its W^t, recomputed from the
+ *                              reconstruction (plain cells), the band's u^t
+ *                              and the loaded ring; after the row's adjoint
+ *                              step.  The band's state of step t - 1 comes
+ *                              from band_u (SWEEP_EQ_RECON_LOAD_BAND).
+ *   SWEEP_EQ_RECON_SNAP_BAND(p, off, i, z, y, x, st, vs)  with
+ *                              SWEEP_EQ_RECON_SNAPSHOT 1, the same as
+ *                              snapshot values, to st as
+ *                              SWEEP_EQ_RECON_SNAP_ROW writes them.
+ *   SWEEP_EQ_RECON_CELL(i, w, vs)  the model gradient at CPML cell i from
+ *                              its snapshot of the CPML replay: its value v
+ *                              is w[v * vs].
  *   SWEEP_EQ_RECON_SOURCE(i, j, a)  removes a source from the
  *                              reconstructed state.
  *   SWEEP_EQ_RECON_LOAD_BAND(i, v, x)  the saved band value x into state
@@ -220,13 +246,26 @@
 #define SWEEP_SNAP_STRIDE(p) ((p)->slot_shots * SWEEP_FN(store_cells)(p))
 #define SWEEP_WR_PITCH(p) ((p)->shape[2])
 /* Boundary saving keeps per step SWEEP_EQ_BAND_VALUES state values of each
- * band cell (band_u) and SWEEP_EQ_SNAP_VALUES snapshot values of each band
- * cell (band_w) and outer cell (replay_w), laid out as the store: value v of
- * shot s and cell j at (v * slot_shots + s) * cells + j of the step's slot. */
+ * band cell (band_u); the CPML replay SWEEP_EQ_SNAP_VALUES snapshot values
+ * of each outer cell (replay_w) and SWEEP_EQ_RING_VALUES state values of each
+ * ring cell (replay_u), laid out as the store: value v of shot s and cell j
+ * at (v * slot_shots + s) * cells + j of the step's slot. */
 #ifndef SWEEP_EQ_BAND_VALUES
 #define SWEEP_EQ_BAND_VALUES 1
 #endif
 #define SWEEP_BAND_SLOT(p, values, cells) ((values) * (p)->slot_shots * (cells))
+/* The CPML replay keeps per step SWEEP_EQ_RING_VALUES state values of each
+ * ring cell (replay_u, laid out as band_u): by default, per band value v, u
+ * (value v) and psi along the cell's axis (value SWEEP_EQ_BAND_VALUES + v). */
+#ifndef SWEEP_EQ_RING_VALUES
+#define SWEEP_EQ_RING_VALUES (2 * SWEEP_EQ_BAND_VALUES)
+#endif
+#ifndef SWEEP_EQ_RECON_BAND
+#define SWEEP_EQ_RECON_BAND(p, off, i, z, y, x) ((void)(i))
+#endif
+#ifndef SWEEP_EQ_RECON_SNAP_BAND
+#define SWEEP_EQ_RECON_SNAP_BAND(p, off, i, z, y, x, st, vs) ((void)(i), (void)(st))
+#endif
 
 /* Cells per shot of a gradient snapshot: [store_lo, store_hi), the model and
  * its CPML (every cell whose coefficients derive from the model). */
@@ -271,6 +310,16 @@ static inline void SWEEP_FN(row_ends)(const SWEEP_EQ_PARAMS *p, sweep_int hi, in
                                       sweep_int *a, sweep_int *b) {
   *a = outer || p->plain_lo[2] > hi ? hi : p->plain_lo[2];
   *b = outer || p->plain_hi[2] < *a ? hi : p->plain_hi[2];
+}
+
+/* Whether row (z, y) holds model cells; then its band cells (band_idx's
+ * cells of the row) are [model_lo[2], *a) and [*b, model_hi[2]). */
+static inline int SWEEP_FN(band_ends)(const SWEEP_EQ_PARAMS *p, sweep_int z, sweep_int y,
+                                      sweep_int *a, sweep_int *b) {
+  if (z < p->model_lo[0] || z >= p->model_hi[0] || y < p->model_lo[1] || y >= p->model_hi[1])
+    return 0;
+  SWEEP_FN(row_ends)(p, p->model_hi[2], SWEEP_FN(row_mask)(p, z, y), a, b);
+  return 1;
 }
 
 /* Copies the snapshot values (W) of the outer cells of row (z, y) from wr to
@@ -375,8 +424,8 @@ static void SWEEP_FN(sub_problem)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELD
   g->rec = SWEEP_OFF(f->rec, shot0 * p->n_rec * p->nt);
   g->store = SWEEP_OFF(f->store, shot0 * SWEEP_FN(store_cells)(p));
   g->band_u = SWEEP_OFF(f->band_u, shot0 * p->n_band);
-  g->band_w = SWEEP_OFF(f->band_w, shot0 * p->n_band);
   g->replay_w = SWEEP_OFF(f->replay_w, shot0 * p->n_outer);
+  g->replay_u = SWEEP_OFF(f->replay_u, shot0 * p->n_ring);
   g->src_idx = f->src_idx ? f->src_idx + shot0 * p->n_src : NULL;
   g->rec_idx = f->rec_idx ? f->rec_idx + shot0 * p->n_rec : NULL;
 }
@@ -407,12 +456,13 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
   const sweep_int mc = SWEEP_FN(store_cells)(p);
   const sweep_int mlo2 = p->model_lo[2];
   const sweep_int slo2 = p->store_lo[2], s2 = p->store_hi[2] - p->store_lo[2];
-  /* CPML replay: band_u is an input (loaded into the state each step) and W
-   * of the outer cells goes to replay_w; otherwise band_u/band_w receive the
-   * band. */
+  /* CPML replay: band_u is an input (loaded into the state each step), W of
+   * the outer cells goes to replay_w and the ring's state to replay_u;
+   * otherwise band_u receives the band's state. */
   const int replay = f->replay_w != NULL;
   const sweep_int n_band = f->band_idx ? p->n_band : 0;
   const sweep_int n_save = replay ? 0 : n_band;
+  const sweep_int n_ring = replay && f->replay_u && f->ring_idx ? p->n_ring : 0;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
 #if SWEEP_EQ_BLOCKING
   if (p->block_steps > 1 && !f->store && !n_band && !replay && !free_surface) {
@@ -438,8 +488,8 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
         (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2] * SWEEP_EQ_ROW_SCRATCH);
 #endif
     /* The snapshot values (W^n) of one row, copied into the compact snapshot
-     * (model cells only), the band save and/or the replay's outer cells. */
-    SWEEP_R *wrow = f->store || n_band || replay
+     * (model cells only) and/or the replay's outer cells. */
+    SWEEP_R *wrow = f->store || replay
                         ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2] * SWEEP_EQ_SNAP_VALUES)
                         : NULL;
     for (sweep_int t = t0; t < t0 + n_steps; ++t) {
@@ -450,21 +500,30 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
       SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u +
                                  (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_BAND_VALUES, n_band)
                            : NULL;
-      SWEEP_R *bw = n_save ? (SWEEP_R *)f->band_w +
-                                 (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, n_band)
-                           : NULL;
       SWEEP_R *rw = replay ? (SWEEP_R *)f->replay_w +
                                  (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, p->n_outer)
                            : NULL;
       if (replay) {
         /* The band's state at t, saved by the forward pass: the inner
-         * boundary of the CPML. */
+         * boundary of the CPML.  The ring's state at t (u and psi along
+         * the cell's axis, per wave) goes to replay_u: with the band's and
+         * the plain cells' u it gives the band's snapshot in the adjoint. */
+        SWEEP_R *rs = n_ring ? (SWEEP_R *)f->replay_u +
+                                   (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_RING_VALUES, n_ring)
+                             : NULL;
 #pragma omp for schedule(static)
-        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
           for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v)
             for (sweep_int j = 0; j < n_band; ++j)
               SWEEP_EQ_FWD_LOAD_BAND(shot * ss + f->band_idx[j], v,
                                      bu[(v * p->slot_shots + shot) * n_band + j]);
+          for (sweep_int j = 0; j < n_ring; ++j) {
+            const sweep_int i = f->ring_idx[j];
+            const int d = SWEEP_FN(ring_axis)(p, i);
+            for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v)
+              rs[(v * p->slot_shots + shot) * n_ring + j] = SWEEP_EQ_FWD_RING(shot * ss, v, d)[i];
+          }
+        }
       }
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
@@ -479,7 +538,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
             const sweep_int srow = store ? SWEEP_FN(store_row)(p, z, y) : -1;
             const sweep_int brow = n_save ? f->band_row[z * p->shape[1] + y] : -1;
             const sweep_int orow = replay ? f->outer_row[z * p->shape[1] + y] : -1;
-            SWEEP_R *wr = srow >= 0 || brow >= 0 || orow >= 0 ? wrow : NULL;
+            SWEEP_R *wr = srow >= 0 || orow >= 0 ? wrow : NULL;
             if (replay && !outer) {
               if (orow >= 0) SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y);
             } else {
@@ -510,13 +569,6 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
                 sweep_int k = 0;
                 for (sweep_int x = mlo2; x < a; ++x, ++k) bu_s[k] = state_row[x];
                 for (sweep_int x = b; x < mhi2; ++x, ++k) bu_s[k] = state_row[x];
-              }
-              for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v) {
-                SWEEP_R *bw_s = bw + v * vs + shot * n_band + brow;
-                const SWEEP_R *w_row = wr + v * SWEEP_WR_PITCH(p);
-                sweep_int k = 0;
-                for (sweep_int x = mlo2; x < a; ++x, ++k) bw_s[k] = w_row[x];
-                for (sweep_int x = b; x < mhi2; ++x, ++k) bw_s[k] = w_row[x];
               }
             }
           }
@@ -594,9 +646,11 @@ static unsigned char *SWEEP_FN(source_rows)(const SWEEP_EQ_PARAMS *p,
  * Adjoint steps t_end - 1 down to t_end - n_steps.  The model gradient comes
  * from the compact snapshots in f->store (full storage and checkpointing) or,
  * when SWEEP_EQ_RECON (boundary saving), from the forward wavefield run
- * backwards on the plain cells plus W^t saved on the band and, for the CPML
- * cells, W^t of the segment's replay in f->replay_w (slot 0: step t_begin).
- * band_w slot 0 is step t_begin; band_u slot 0 is step t_begin - 1.
+ * backwards on the plain cells, W^t of the band recomputed from it, the
+ * band's saved u^t and the ring's state of the segment's replay
+ * (f->replay_u), and, for the CPML cells, W^t of the replay (f->replay_w).
+ * replay_u and replay_w slot 0 is step t_begin; band_u slot 0 is step
+ * t_begin - 1.
  */
 void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t_end,
                        sweep_int n_steps, int n_threads) {
@@ -613,6 +667,9 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   /* The reconstruction rebuilds each step's snapshot in slot 0 of f->store. */
   const int recon_snap = SWEEP_EQ_RECON_SNAPSHOT && recon && f->store;
   const sweep_int n_band = recon && f->band_idx ? p->n_band : 0;
+  const sweep_int n_ring = recon && f->replay_u && f->ring_idx ? p->n_ring : 0;
+  /* The band's snapshots are recomputed from the ring's replayed state. */
+  const int band_recon = n_band && f->replay_u;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
   SWEEP_EQ_MODEL(f);
   const SWEEP_R *pa[3], *pb[3];
@@ -649,10 +706,26 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
       const sweep_int slot = recon_snap ? 0
                              : f->store && SWEEP_EQ_ADJ_GRAD ? SWEEP_FN(store_slot)(p, t, t_begin)
                                                              : -1;
+      if (n_ring) {
+        /* The ring's state at t from the replay, where the band's stencil
+         * reads it (SWEEP_EQ_RECON_LOAD_RING). */
+        const SWEEP_R *rs = (const SWEEP_R *)f->replay_u +
+                            (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_RING_VALUES, n_ring);
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+          for (sweep_int j = 0; j < n_ring; ++j) {
+            const sweep_int i = f->ring_idx[j];
+            const int d = SWEEP_FN(ring_axis)(p, i);
+            for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v)
+              SWEEP_EQ_RECON_LOAD_RING(shot * ss + i, v, d,
+                                       rs[(v * p->slot_shots + shot) * n_ring + j]);
+          }
+      }
       if (recon_snap) {
         /* This step's snapshot, rebuilt before any row correlates it: the
          * plain cells from the reconstruction (which steps them back), the
-         * band's and the CPML's from their saves. */
+         * band's from the reconstruction, its saved u and the ring, the
+         * CPML's from the replay. */
         SWEEP_R *rsnap = (SWEEP_R *)f->store;
         const sweep_int vs = SWEEP_SNAP_STRIDE(p);
 #pragma omp for schedule(static)
@@ -661,26 +734,28 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
           const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
           const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
           for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
-            for (sweep_int y = y0; y < y1; ++y)
+            for (sweep_int y = y0; y < y1; ++y) {
+              SWEEP_R *st = rsnap + shot * mc + SWEEP_FN(store_row)(p, z, y);
               if (!SWEEP_FN(row_mask)(p, z, y))
-                SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, shot * ss, z, y,
-                                        rsnap + shot * mc + SWEEP_FN(store_row)(p, z, y), vs);
+                SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, shot * ss, z, y, st, vs);
+              sweep_int a, b;
+              if (band_recon && SWEEP_FN(band_ends)(p, z, y, &a, &b)) {
+                const sweep_int row = z * p->stride[0] + y * p->stride[1];
+                for (sweep_int x = p->model_lo[2]; x < a; ++x)
+                  SWEEP_EQ_RECON_SNAP_BAND(p, shot * ss, row + x, z, y, x, st, vs);
+                for (sweep_int x = b; x < p->model_hi[2]; ++x)
+                  SWEEP_EQ_RECON_SNAP_BAND(p, shot * ss, row + x, z, y, x, st, vs);
+              }
+            }
         }
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
-          const sweep_int bvs = p->slot_shots * n_band, ovs = p->slot_shots * p->n_outer;
-          const SWEEP_R *bw = (const SWEEP_R *)f->band_w +
-                              (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, n_band) +
-                              shot * n_band;
+          const sweep_int ovs = p->slot_shots * p->n_outer;
           const SWEEP_R *rw = f->replay_w ? (const SWEEP_R *)f->replay_w +
                                   (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, p->n_outer) +
                                   shot * p->n_outer
                                           : NULL;
           SWEEP_R *st = rsnap + shot * mc;
-          for (sweep_int j = 0; j < n_band; ++j) {
-            const sweep_int m = SWEEP_FN(store_index)(p, f->band_idx[j]);
-            for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v) st[v * vs + m] = bw[v * bvs + j];
-          }
           for (sweep_int q = 0; f->replay_w && q < p->n_cpml; ++q) {
             const sweep_int j = f->cpml_pos[q];
             const sweep_int m = SWEEP_FN(store_index)(p, f->outer_idx[j]);
@@ -719,6 +794,15 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
             SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y);
             /* z and y plain (no outer mask): [plain_lo, plain_hi) of x is plain. */
             if (recon && !SWEEP_FN(row_mask)(p, z, y)) SWEEP_EQ_RECON_ROW(p, off, base);
+            sweep_int a, b;
+            if (band_recon && !recon_snap && SWEEP_FN(band_ends)(p, z, y, &a, &b)) {
+              /* The band cells of the row: W^t from the reconstruction, the
+               * band's u^t and the ring, correlated as the plain cells'. */
+              for (sweep_int x = p->model_lo[2]; x < a; ++x)
+                SWEEP_EQ_RECON_BAND(p, off, base + x, z, y, x);
+              for (sweep_int x = b; x < p->model_hi[2]; ++x)
+                SWEEP_EQ_RECON_BAND(p, off, base + x, z, y, x);
+            }
           }
         }
       }
@@ -759,16 +843,9 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
           }
         }
         if (recon) {
-          /* Band cells: W^t was saved; the state of step t - 1 is restored
-           * from the save. */
+          /* Band cells: the state of step t - 1 is restored from the save
+           * (below; their W^t was recomputed with the rows). */
           const sweep_int vs = p->slot_shots * n_band;
-          const SWEEP_R *bw = (const SWEEP_R *)f->band_w +
-                              (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, n_band) +
-                              shot * n_band;
-          for (sweep_int j = 0; j < n_band; ++j) {
-            const sweep_int i = off + f->band_idx[j];
-            SWEEP_EQ_RECON_CELL(i, bw + j, vs);
-          }
           if (f->replay_w) {
             /* CPML cells: W^t from the replay of this segment. */
             const SWEEP_R *rw = (const SWEEP_R *)f->replay_w +
