@@ -165,7 +165,7 @@ extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
                              (R *)f.recon_u_next + off, mu, grad, i);
   else if (f.recon_u && f.replay_u && sweep_band_pos(p, f.band_row, c, mask) >= 0)
     FN(acoustic_recon_band_point)(&p, (const R *)f.recon_u + off, (const R *)f.recon_u_next + off,
-                                  mu, grad, i, c[0], c[1], c[2]);
+                                  mu, grad, i, c[0], c[1], c[2], mask);
 }
 
 /* Boundary saving, adjoint: restore u^{t-1} of the band (after

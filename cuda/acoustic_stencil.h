@@ -224,31 +224,25 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_fwd_point)(
 #define SWEEP_RING_TAP(p, d, c)                                  \
   ((c) < (p)->model_lo[d] ? (c) >= (p)->store_lo[d]              \
                           : (c) >= (p)->model_hi[d] && (c) < (p)->store_hi[d])
-/* The axis along which ring cell i (a flat index of one shot's grid) lies
- * outside the model: the axis of the psi its band neighbours read. */
-SWEEP_HD int SWEEP_FN(ring_axis)(const sweep_acoustic_params *p, sweep_int i) {
-  const sweep_int z = i / p->stride[0], r = i - z * p->stride[0];
-  const sweep_int c[3] = {z, r / p->stride[1], r % p->stride[1]};
-  int axis = 2;
-  for (int d = 0; d < 2; ++d)
-    if (c[d] < p->model_lo[d] || c[d] >= p->model_hi[d]) axis = d;
-  return axis;
-}
+/* psi tap k of a band cell: the ring's, zero (up to its sign) on the model,
+ * where rpsi holds other (finite) values; a product, not a branch, so that
+ * the CPU's band rows vectorise. */
 #define SWEEP_TAP_RING_PSI_(k) \
-  (SWEEP_RING_TAP(p, d, cd_ + (k)) ? SWEEP_LD(ps_ + (k) * s_) : (SWEEP_R)0)
+  (SWEEP_LD(ps_ + (k) * s_) * (SWEEP_R)SWEEP_RING_TAP(p, d, cd_ + (k)))
 
 /*
  * W^n of band cell i (a model cell within a halo of the CPML) at (cz, cy,
  * cx), bitwise what acoustic_fwd_point returned there (up to the sign of a
  * zero): u holds u^n on the model and the ring, rpsi psi^n of each ring cell
- * along its axis (the CPML replay's; boundary saving's adjoint).  The CPML
- * terms of every axis are included: the profiles are zero on the model, so
- * zeta^{n+1} is zero, and they add exact zeros where no psi reaches.
+ * along its axis (the CPML replay's; boundary saving's adjoint).  flags: the
+ * cell's CPML axes, as the forward's; along them the profiles are zero on
+ * the model, so zeta^{n+1} is zero and psi is read only on the ring.
  */
 SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_band_point)(const sweep_acoustic_params *p,
                                                  const SWEEP_R *SWEEP_RESTRICT u,
                                                  const SWEEP_R *SWEEP_RESTRICT rpsi, sweep_int i,
-                                                 sweep_int cz, sweep_int cy, sweep_int cx) {
+                                                 sweep_int cz, sweep_int cy, sweep_int cx,
+                                                 const int flags) {
   SWEEP_COEFFS;
   const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R w = 0;
@@ -256,9 +250,10 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_band_point)(const sweep_acoustic_params *p,
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
     const sweep_int cd_ = c[d];
     SWEEP_R zeta = 0, psi_new; /* zeta^n and psi^{n+1} of a model cell: zero */
+    (void)cd_;
     SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_U_, SWEEP_TAP_RING_PSI_, SWEEP_R, w, u + i, rpsi + i, &psi_new,
                         &zeta, (SWEEP_R)0, (SWEEP_R)0, p->stride[d], (SWEEP_R)p->rdx[d],
-                        (SWEEP_R)p->rdx2[d], 1);
+                        (SWEEP_R)p->rdx2[d], flags & (1 << d));
   }
   return w;
 }
@@ -270,8 +265,9 @@ SWEEP_HD void SWEEP_FN(acoustic_recon_band_point)(const sweep_acoustic_params *p
                                                   const SWEEP_R *SWEEP_RESTRICT rpsi,
                                                   const SWEEP_R *SWEEP_RESTRICT mu,
                                                   SWEEP_R *SWEEP_RESTRICT grad, sweep_int i,
-                                                  sweep_int cz, sweep_int cy, sweep_int cx) {
-  grad[i] += mu[i] * SWEEP_FN(acoustic_w_band_point)(p, u, rpsi, i, cz, cy, cx);
+                                                  sweep_int cz, sweep_int cy, sweep_int cx,
+                                                  const int flags) {
+  grad[i] += mu[i] * SWEEP_FN(acoustic_w_band_point)(p, u, rpsi, i, cz, cy, cx, flags);
 }
 
 /* W^n of a plain cell (the plain Laplacian of u), as the forward computes it. */

@@ -95,7 +95,7 @@ extern "C" __global__ void lsrtm_ring_save(const sweep_acoustic_params p,
   if (item >= p.n_shots * p.n_ring) return;
   sweep_int off;
   int d;
-  const sweep_int i = sweep_ring_cell(p, f.ring_idx, item, &off, &d);
+  const sweep_int i = sweep_ring_cell(p, f.ring_code, item, &off, &d);
   const sweep_int vs = p.n_shots * p.n_ring;
   R *out = (R *)f.replay_u + 4 * slot * vs + item;
   out[0] = ((const R *)f.u0)[off + i];
@@ -113,7 +113,7 @@ extern "C" __global__ void lsrtm_ring_load(const sweep_acoustic_params p,
   if (item >= p.n_shots * p.n_ring) return;
   sweep_int off;
   int d;
-  const sweep_int i = sweep_ring_cell(p, f.ring_idx, item, &off, &d);
+  const sweep_int i = sweep_ring_cell(p, f.ring_code, item, &off, &d);
   const sweep_int vs = p.n_shots * p.n_ring;
   const R *in = (const R *)f.replay_u + 4 * slot * vs + item;
   ((R *)f.recon_u0)[off + i] = in[0];
@@ -254,7 +254,7 @@ extern "C" __global__ void lsrtm_adjoint(const sweep_acoustic_params p, const sw
     FN(lsrtm_recon_band_point)(&p, (const R *)f.recon_u0 + off, (const R *)f.recon_u0_next + off,
                                (const R *)f.recon_u1 + off, (const R *)f.recon_u1_next + off, g0,
                                mu1, (R *)f.grad_v2dt2 + off, (R *)f.grad_dv2dt2 + off, i, c[0],
-                               c[1], c[2]);
+                               c[1], c[2], mask);
 }
 
 /* Source terms, reading G0^{t+1}, mu1^{t+1}: dL/df = -G0, and the model

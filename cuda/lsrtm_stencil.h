@@ -92,16 +92,16 @@ SWEEP_HD void SWEEP_FN(lsrtm_recon_point)(
 
 /* Boundary saving: the correlations of band cell i, W0^n and W1^n from
  * acoustic_w_band_point of each field (u0, u1 on the model and the ring;
- * rpsi0, rpsi1 the ring's psi). */
+ * rpsi0, rpsi1 the ring's psi; flags: the cell's CPML axes). */
 SWEEP_HD void SWEEP_FN(lsrtm_recon_band_point)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT u0,
     const SWEEP_R *SWEEP_RESTRICT rpsi0, const SWEEP_R *SWEEP_RESTRICT u1,
     const SWEEP_R *SWEEP_RESTRICT rpsi1, const SWEEP_R *SWEEP_RESTRICT g0,
     const SWEEP_R *SWEEP_RESTRICT mu1, SWEEP_R *SWEEP_RESTRICT gk, SWEEP_R *SWEEP_RESTRICT gd,
-    sweep_int i, sweep_int cz, sweep_int cy, sweep_int cx) {
+    sweep_int i, sweep_int cz, sweep_int cy, sweep_int cx, const int flags) {
   SWEEP_FN(lsrtm_correlate)(g0, mu1, gk, gd, i,
-                            SWEEP_FN(acoustic_w_band_point)(p, u0, rpsi0, i, cz, cy, cx),
-                            SWEEP_FN(acoustic_w_band_point)(p, u1, rpsi1, i, cz, cy, cx));
+                            SWEEP_FN(acoustic_w_band_point)(p, u0, rpsi0, i, cz, cy, cx, flags),
+                            SWEEP_FN(acoustic_w_band_point)(p, u1, rpsi1, i, cz, cy, cx, flags));
 }
 
 /*

@@ -76,7 +76,7 @@ typedef struct sweep_acoustic_params {
   sweep_int n_rec_groups; /* entries of rec_groups (CUDA receiver injection) */
   sweep_int n_outer;      /* cells per shot in outer_idx (CPML replay), else 0 */
   sweep_int n_cpml;       /* entries of cpml_pos */
-  sweep_int n_ring;       /* cells per shot in ring_idx (CPML replay), else 0 */
+  sweep_int n_ring;       /* cells per shot in ring_code (CPML replay), else 0 */
   /* CPU temporal blocking of forward steps that store nothing (0 or 1: off):
    * block_steps steps per sweep along the outermost axis, in groups of
    * block_group planes; in 3D, tiles of block_tile rows in y. */
@@ -130,7 +130,7 @@ typedef struct sweep_vrz_fields {
   const sweep_int *outer_idx;
   const sweep_int *outer_row;
   const sweep_int *cpml_pos;
-  const sweep_int *ring_idx;
+  const sweep_int *ring_code;
   const sweep_int *rec_groups;
   const sweep_int *rec_order;
 } sweep_vrz_fields;
@@ -182,8 +182,9 @@ typedef struct sweep_acoustic_fields {
   const sweep_int *outer_idx; /* (n_outer,) flat indices per shot, ascending */
   const sweep_int *outer_row; /* (shape[0] * shape[1],) first outer_idx entry of each row, or -1 */
   const sweep_int *cpml_pos;  /* (n_cpml,) positions in outer_idx of the CPML cells */
-  const sweep_int *ring_idx;  /* (n_ring,) the ring: stored cells outside the model within a
-                                 halo of it along one axis (the band's stencil reads them) */
+  const sweep_int *ring_code;  /* (n_ring,) the ring: stored cells outside the model within a
+                                 halo of it along one axis d (the band's stencil reads them),
+                                 as 4 * flat index + d */
   /* CUDA adjoint receiver injection, one thread per (shot, receiver cell):
    * rec_groups[4 g .. 4 g + 3] = shot, cell, first, end into rec_order, which
    * lists receivers (shot * n_rec + r) by cell, in receiver order, so
@@ -242,7 +243,7 @@ typedef struct sweep_lsrtm_fields {
   const sweep_int *outer_idx;
   const sweep_int *outer_row;
   const sweep_int *cpml_pos;
-  const sweep_int *ring_idx;
+  const sweep_int *ring_code;
   const sweep_int *rec_groups;
   const sweep_int *rec_order;
 } sweep_lsrtm_fields;

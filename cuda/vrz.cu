@@ -125,7 +125,7 @@ extern "C" __global__ void vrz_recon_snapshot(const sweep_acoustic_params p,
     R *none[3] = {0, 0, 0}; /* psi^t of a model cell: zero */
     const R *ru = (const R *)f.recon_u + off;
     const R w = FN(vrz_w_band_point)(&p, (const R *)f.buoyancy, ru,
-                                     (const R *)f.recon_u_next + off, i, c[0], c[1], c[2]);
+                                     (const R *)f.recon_u_next + off, i, c[0], c[1], c[2], mask);
     vrz_put_snapshot(st, vs, w, ru[i], none, i);
     return;
   }

@@ -136,14 +136,13 @@ SWEEP_HD SWEEP_R SWEEP_FN(vrz_fwd_point)(
  * there (up to the sign of a zero), from u^n on the model and the ring (u)
  * and psi^n of each ring cell along its axis (rpsi), as
  * acoustic_w_band_point. */
-#define SWEEP_VRZ_TAP_RING_BPSI_(k)                                              \
-  (SWEEP_RING_TAP(p, d, cd_ + (k)) ? SWEEP_LD(bb_ + (k) * s_) * SWEEP_LD(ps_ + (k) * s_) \
-                                   : (SWEEP_R)0)
+#define SWEEP_VRZ_TAP_RING_BPSI_(k) (SWEEP_LD(bb_ + (k) * s_) * SWEEP_TAP_RING_PSI_(k))
 SWEEP_HD SWEEP_R SWEEP_FN(vrz_w_band_point)(const sweep_acoustic_params *p,
                                             const SWEEP_R *SWEEP_RESTRICT buoyancy,
                                             const SWEEP_R *SWEEP_RESTRICT u,
                                             const SWEEP_R *SWEEP_RESTRICT rpsi, sweep_int i,
-                                            sweep_int cz, sweep_int cy, sweep_int cx) {
+                                            sweep_int cz, sweep_int cy, sweep_int cx,
+                                            const int flags) {
   SWEEP_COEFFS;
   const sweep_int c[3] = {cz, cy, cx};
   const SWEEP_R *const bb_ = buoyancy + i;
@@ -153,9 +152,10 @@ SWEEP_HD SWEEP_R SWEEP_FN(vrz_w_band_point)(const sweep_acoustic_params *p,
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
     const sweep_int cd_ = c[d];
     SWEEP_R zeta = 0, psi_new; /* zeta^n and psi^{n+1} of a model cell: zero */
+    (void)cd_;
     SWEEP_FWD_AXIS_OP(SWEEP_VRZ_L, SWEEP_VRZ_FLUX_U_, SWEEP_TAP_U_, SWEEP_VRZ_TAP_RING_BPSI_,
                       SWEEP_R, w, u + i, rpsi + i, &psi_new, &zeta, (SWEEP_R)0, (SWEEP_R)0,
-                      p->stride[d], (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d], 1);
+                      p->stride[d], (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d], flags & (1 << d));
   }
   return w;
 }

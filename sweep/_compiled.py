@@ -40,7 +40,7 @@ from ._xp import kernel_array
 # is a dense C-order array of the compute dtype.
 _INDEX_FIELDS = frozenset(
     {"src_idx", "rec_idx", "band_idx", "band_row", "rec_groups", "rec_order", "outer_idx",
-     "outer_row", "cpml_pos", "ring_idx"}
+     "outer_row", "cpml_pos", "ring_code"}
 )  # fmt: skip
 _GRID_FIELDS = frozenset(
     {"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "grad_v2dt2", "recon_u_next", "recon_u"}
@@ -490,7 +490,7 @@ class CompiledStepper:
                 "outer_row": ((len(g.outer_row),), 0),
                 "cpml_pos": ((len(g.cpml_pos),), 0),
                 "replay_u": ((-1, *self.ring_shape), 0),
-                "ring_idx": ((len(g.ring_idx),), 0),
+                "ring_code": ((len(g.ring_code),), 0),
             }
         return out
 
@@ -602,7 +602,7 @@ class CompiledStepper:
                 (g.outer_idx, "outer indices"),
                 (g.outer_row, "outer rows"),
                 (g.cpml_pos, "CPML positions"),
-                (g.ring_idx, "ring indices"),
+                (g.ring_code, "ring cells"),
             )
         )
 
@@ -616,7 +616,7 @@ class CompiledStepper:
             f.set("cpml_pos", self._band_arrays[4])
         if replay_u is not None:
             f.set("replay_u", replay_u)
-            f.set("ring_idx", self._band_arrays[5])
+            f.set("ring_code", self._band_arrays[5])
 
     def _params(self, store_every: int, band: bool) -> np.ndarray:
         p = self._constants["params"].copy()

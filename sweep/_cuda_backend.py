@@ -263,7 +263,7 @@ def run_steps(
     # W^t of the outer cells and the ring's state; the adjoint correlates the
     # CPML cells with the W^t and loads the ring's state for the band's W^t.
     replay = bool(int(f["replay_w"]))
-    n_ring = int(p["n_ring"]) if int(f["replay_u"]) and int(f["ring_idx"]) else 0
+    n_ring = int(p["n_ring"]) if int(f["replay_u"]) and int(f["ring_code"]) else 0
     if n_ring and (replay or recon):
         ring = kernel("ring_load" if adjoint else "ring_save")
         ring_grid = ((n_shots * n_ring + 255) // 256,)

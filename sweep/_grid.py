@@ -371,6 +371,22 @@ class Geometry:
         return np.flatnonzero(ring).astype(np.int64)
 
     @cached_property
+    def ring_code(self) -> np.ndarray:
+        """:attr:`ring_idx` with each cell's axis: ``4 * index + axis`` (padded axis numbers).
+
+        The axis (along which the cell lies outside the model) says which
+        psi its band neighbours read; the kernels take it from here instead
+        of dividing the index every step.
+        """
+        idx = self.ring_idx
+        coords = np.unravel_index(idx, self.layout_shape)
+        axis = np.zeros(len(idx), dtype=np.int64)
+        for d in range(self.ndim):
+            lo, hi = self.lo(d), self.lo(d) + self.model_shape[d]
+            axis[(coords[d] < lo) | (coords[d] >= hi)] = 3 - self.ndim + d
+        return 4 * idx + axis
+
+    @cached_property
     def outer_idx(self) -> np.ndarray:
         """Flat indices (kernels' layout) of the stored cells that are not plain.
 

@@ -75,17 +75,17 @@ def struct_layout():
     names_f = ["v2dt2", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "pml_a", "pml_b",
                "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src",
                "band_idx", "band_row", "band_u", "replay_u", "recon_u_next", "recon_u", "replay_w",
-               "outer_idx", "outer_row", "cpml_pos", "ring_idx", "rec_groups", "rec_order"]
+               "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups", "rec_order"]
     names_l = ["v2dt2", "dv2dt2", "u0_prev", "u0", "psi0", "psi0_new", "zeta0",
                "zeta0_new", "u1_prev", "u1", "psi1", "psi1_new", "zeta1", "zeta1_new", "pml_a",
                "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2",
                "grad_dv2dt2", "grad_src", "band_idx", "band_row", "band_u", "replay_u",
                "recon_u0_next", "recon_u0", "recon_u1_next", "recon_u1", "replay_w",
-               "outer_idx", "outer_row", "cpml_pos", "ring_idx", "rec_groups", "rec_order"]
+               "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups", "rec_order"]
     names_vrz = ["kappa_dt2", "buoyancy", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new",
                  "pml_a", "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store",
                  "grad_kappa_dt2", "grad_buoyancy", "grad_src", "band_idx", "band_row", "band_u",
-                 "replay_u", "recon_u_next", "recon_u", "replay_w", "outer_idx", "outer_row", "cpml_pos", "ring_idx", "rec_groups",
+                 "replay_u", "recon_u_next", "recon_u", "replay_w", "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups",
                  "rec_order"]
     values = [buf[i] for i in range(n)]
     k = 0

@@ -228,8 +228,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
  * step reads nowhere else; the band's W^t reads both there
  * (acoustic_w_band_point). */
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) (((v) ? ru_next : ru)[i] = (x))
-#define SWEEP_EQ_RECON_BAND(p, off, i, z, y, x)                                              \
-  SWEEP_FN(acoustic_recon_band_point)(p, ru + (off), ru_next + (off), mu_s, grad, i, z, y, x)
+#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)                                   \
+  _Pragma("omp simd") for (sweep_int x = (x0); x < (x1); ++x)                                   \
+      SWEEP_FN(acoustic_recon_band_point)(p, ru + (off), ru_next + (off), mu_s, grad, (base) + x, \
+                                          z, y, x, mask)
 
 #include "cpu_skeleton.h"
 

@@ -58,7 +58,7 @@
  *                     the names of sweep_acoustic_fields: pml_a, pml_b,
  *                     src_amp, src_idx, rec, rec_idx, store, grad_src,
  *                     band_idx, band_row, band_u, replay_w, replay_u,
- *                     outer_idx, outer_row, cpml_pos, ring_idx.
+ *                     outer_idx, outer_row, cpml_pos, ring_code.
  *   SWEEP_EQ_FORWARD, SWEEP_EQ_BACKWARD   names of the two entry points.
  *   SWEEP_EQ_SNAP_VALUES  values per cell of a gradient snapshot (default 1;
  *                     see SWEEP_SNAP_STRIDE and SWEEP_WR_PITCH below); boundary
@@ -161,9 +161,9 @@
  *   SWEEP_EQ_FWD_LOAD_BAND(i, v, x)  CPML replay: the saved value x into
  *                              cell i of state value v's field.
  *   SWEEP_EQ_FWD_RING(off, v, d)  CPML replay: the field whose ring cells
- *                              (ring_idx: the stored cells outside the model
- *                              that a band cell's stencil reads, each
- *                              outside along one axis d) it keeps as replay_u's
+ *                              (ring_code: 4 * cell + d for the stored cells
+ *                              outside the model that a band cell's stencil
+ *                              reads, each outside along one axis d) it keeps as replay_u's
  *                              value v (< SWEEP_EQ_RING_VALUES) at the start
  *                              of each step, after the band's load.
  *   SWEEP_EQ_RECON(f)          1 when this adjoint call reconstructs the
@@ -181,14 +181,16 @@
  *                              t, the replay's value v of ring cell i (axis
  *                              d) at step t into the reconstruction, where
  *                              the band's hooks read it.
- *   SWEEP_EQ_RECON_BAND(p, off, i, z, y, x)  SWEEP_EQ_RECON_SNAPSHOT 0: the
- *                              correlation of band cell i (at x of row (z,
- *                              y)) with its W^t, recomputed from the
- *                              reconstruction (plain cells), the band's u^t
- *                              and the loaded ring; after the row's adjoint
- *                              step.  The band's state of step t - 1 comes
- *                              from band_u (SWEEP_EQ_RECON_LOAD_BAND).
- *   SWEEP_EQ_RECON_SNAP_BAND(p, off, i, z, y, x, st, vs)  with
+ *   SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)
+ *                              SWEEP_EQ_RECON_SNAPSHOT 0: the correlation of
+ *                              the band cells [x0, x1) of row (z, y) (base:
+ *                              its first cell; mask: their CPML axes) with
+ *                              their W^t, recomputed from the reconstruction
+ *                              (plain cells), the band's u^t and the loaded
+ *                              ring; after the row's adjoint step.  The
+ *                              band's state of step t - 1 comes from band_u
+ *                              (SWEEP_EQ_RECON_LOAD_BAND).
+ *   SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs)  with
  *                              SWEEP_EQ_RECON_SNAPSHOT 1, the same as
  *                              snapshot values, to st as
  *                              SWEEP_EQ_RECON_SNAP_ROW writes them.
@@ -261,10 +263,10 @@
 #define SWEEP_EQ_RING_VALUES (2 * SWEEP_EQ_BAND_VALUES)
 #endif
 #ifndef SWEEP_EQ_RECON_BAND
-#define SWEEP_EQ_RECON_BAND(p, off, i, z, y, x) ((void)(i))
+#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask) ((void)(base))
 #endif
 #ifndef SWEEP_EQ_RECON_SNAP_BAND
-#define SWEEP_EQ_RECON_SNAP_BAND(p, off, i, z, y, x, st, vs) ((void)(i), (void)(st))
+#define SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs) ((void)(st))
 #endif
 
 /* Cells per shot of a gradient snapshot: [store_lo, store_hi), the model and
@@ -312,15 +314,23 @@ static inline void SWEEP_FN(row_ends)(const SWEEP_EQ_PARAMS *p, sweep_int hi, in
   *b = outer || p->plain_hi[2] < *a ? hi : p->plain_hi[2];
 }
 
-/* Whether row (z, y) holds model cells; then its band cells (band_idx's
- * cells of the row) are [model_lo[2], *a) and [*b, model_hi[2]). */
-static inline int SWEEP_FN(band_ends)(const SWEEP_EQ_PARAMS *p, sweep_int z, sweep_int y,
-                                      sweep_int *a, sweep_int *b) {
-  if (z < p->model_lo[0] || z >= p->model_hi[0] || y < p->model_lo[1] || y >= p->model_hi[1])
-    return 0;
-  SWEEP_FN(row_ends)(p, p->model_hi[2], SWEEP_FN(row_mask)(p, z, y), a, b);
-  return 1;
-}
+/* The band cells of row (z, y) (band_idx's cells of the row; none outside
+ * the model rows) in runs of one CPML mask: BAND(x0, x1, mask) for each run
+ * [x0, x1), mask the CPML axes of its cells as the forward's row segments
+ * have them (x's bit outside [plain_lo, plain_hi), clamped to the model). */
+#define SWEEP_BAND_RUNS(p, z, y, BAND)                                                           \
+  do {                                                                                           \
+    if ((z) >= (p)->model_lo[0] && (z) < (p)->model_hi[0] && (y) >= (p)->model_lo[1] &&         \
+        (y) < (p)->model_hi[1]) {                                                                \
+      const int m_ = SWEEP_FN(row_mask)(p, z, y);                                                \
+      const sweep_int lo_ = (p)->model_lo[2], hi_ = (p)->model_hi[2];                            \
+      const sweep_int a_ = (p)->plain_lo[2] < lo_ ? lo_ : (p)->plain_lo[2] > hi_ ? hi_ : (p)->plain_lo[2]; \
+      const sweep_int b_ = (p)->plain_hi[2] < a_ ? a_ : (p)->plain_hi[2] > hi_ ? hi_ : (p)->plain_hi[2]; \
+      if (lo_ < a_) BAND(lo_, a_, m_ | 4);                                                       \
+      if (m_ && a_ < b_) BAND(a_, b_, m_);                                                       \
+      if (b_ < hi_) BAND(b_, hi_, m_ | 4);                                                       \
+    }                                                                                            \
+  } while (0)
 
 /* Copies the snapshot values (W) of the outer cells of row (z, y) from wr to
  * dst, in outer_idx order (value v: from wr + v * SWEEP_WR_PITCH(p) to
@@ -462,7 +472,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
   const int replay = f->replay_w != NULL;
   const sweep_int n_band = f->band_idx ? p->n_band : 0;
   const sweep_int n_save = replay ? 0 : n_band;
-  const sweep_int n_ring = replay && f->replay_u && f->ring_idx ? p->n_ring : 0;
+  const sweep_int n_ring = replay && f->replay_u && f->ring_code ? p->n_ring : 0;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
 #if SWEEP_EQ_BLOCKING
   if (p->block_steps > 1 && !f->store && !n_band && !replay && !free_surface) {
@@ -518,8 +528,9 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
               SWEEP_EQ_FWD_LOAD_BAND(shot * ss + f->band_idx[j], v,
                                      bu[(v * p->slot_shots + shot) * n_band + j]);
           for (sweep_int j = 0; j < n_ring; ++j) {
-            const sweep_int i = f->ring_idx[j];
-            const int d = SWEEP_FN(ring_axis)(p, i);
+            /* ring_code: 4 * cell + the axis of its psi */
+            const sweep_int i = f->ring_code[j] >> 2;
+            const int d = (int)(f->ring_code[j] & 3);
             for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v)
               rs[(v * p->slot_shots + shot) * n_ring + j] = SWEEP_EQ_FWD_RING(shot * ss, v, d)[i];
           }
@@ -667,7 +678,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   /* The reconstruction rebuilds each step's snapshot in slot 0 of f->store. */
   const int recon_snap = SWEEP_EQ_RECON_SNAPSHOT && recon && f->store;
   const sweep_int n_band = recon && f->band_idx ? p->n_band : 0;
-  const sweep_int n_ring = recon && f->replay_u && f->ring_idx ? p->n_ring : 0;
+  const sweep_int n_ring = recon && f->replay_u && f->ring_code ? p->n_ring : 0;
   /* The band's snapshots are recomputed from the ring's replayed state. */
   const int band_recon = n_band && f->replay_u;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
@@ -714,8 +725,8 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
           for (sweep_int j = 0; j < n_ring; ++j) {
-            const sweep_int i = f->ring_idx[j];
-            const int d = SWEEP_FN(ring_axis)(p, i);
+            const sweep_int i = f->ring_code[j] >> 2;
+            const int d = (int)(f->ring_code[j] & 3);
             for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v)
               SWEEP_EQ_RECON_LOAD_RING(shot * ss + i, v, d,
                                        rs[(v * p->slot_shots + shot) * n_ring + j]);
@@ -738,13 +749,12 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
               SWEEP_R *st = rsnap + shot * mc + SWEEP_FN(store_row)(p, z, y);
               if (!SWEEP_FN(row_mask)(p, z, y))
                 SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, shot * ss, z, y, st, vs);
-              sweep_int a, b;
-              if (band_recon && SWEEP_FN(band_ends)(p, z, y, &a, &b)) {
+              if (band_recon) {
                 const sweep_int row = z * p->stride[0] + y * p->stride[1];
-                for (sweep_int x = p->model_lo[2]; x < a; ++x)
-                  SWEEP_EQ_RECON_SNAP_BAND(p, shot * ss, row + x, z, y, x, st, vs);
-                for (sweep_int x = b; x < p->model_hi[2]; ++x)
-                  SWEEP_EQ_RECON_SNAP_BAND(p, shot * ss, row + x, z, y, x, st, vs);
+#define SWEEP_SNAP_BAND_(x0, x1, m) \
+  SWEEP_EQ_RECON_SNAP_BAND(p, shot * ss, row, z, y, x0, x1, m, st, vs)
+                SWEEP_BAND_RUNS(p, z, y, SWEEP_SNAP_BAND_);
+#undef SWEEP_SNAP_BAND_
               }
             }
         }
@@ -794,14 +804,12 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
             SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y);
             /* z and y plain (no outer mask): [plain_lo, plain_hi) of x is plain. */
             if (recon && !SWEEP_FN(row_mask)(p, z, y)) SWEEP_EQ_RECON_ROW(p, off, base);
-            sweep_int a, b;
-            if (band_recon && !recon_snap && SWEEP_FN(band_ends)(p, z, y, &a, &b)) {
+            if (band_recon && !recon_snap) {
               /* The band cells of the row: W^t from the reconstruction, the
                * band's u^t and the ring, correlated as the plain cells'. */
-              for (sweep_int x = p->model_lo[2]; x < a; ++x)
-                SWEEP_EQ_RECON_BAND(p, off, base + x, z, y, x);
-              for (sweep_int x = b; x < p->model_hi[2]; ++x)
-                SWEEP_EQ_RECON_BAND(p, off, base + x, z, y, x);
+#define SWEEP_RECON_BAND_(x0, x1, m) SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, m)
+              SWEEP_BAND_RUNS(p, z, y, SWEEP_RECON_BAND_);
+#undef SWEEP_RECON_BAND_
             }
           }
         }

@@ -24,7 +24,7 @@ static int sweep_layout_probe(long long *out, int n) {
       SWEEP_F(src_amp), SWEEP_F(src_idx), SWEEP_F(rec), SWEEP_F(rec_idx), SWEEP_F(store),
       SWEEP_F(grad_v2dt2), SWEEP_F(grad_src), SWEEP_F(band_idx), SWEEP_F(band_row), SWEEP_F(band_u),
       SWEEP_F(replay_u), SWEEP_F(recon_u_next), SWEEP_F(recon_u), SWEEP_F(replay_w),
-      SWEEP_F(outer_idx), SWEEP_F(outer_row), SWEEP_F(cpml_pos), SWEEP_F(ring_idx), SWEEP_F(rec_groups),
+      SWEEP_F(outer_idx), SWEEP_F(outer_row), SWEEP_F(cpml_pos), SWEEP_F(ring_code), SWEEP_F(rec_groups),
       SWEEP_F(rec_order),
       sizeof(sweep_lsrtm_fields), SWEEP_L(v2dt2), SWEEP_L(dv2dt2),
       SWEEP_L(u0_prev), SWEEP_L(u0), SWEEP_L(psi0), SWEEP_L(psi0_new), SWEEP_L(zeta0),
@@ -34,13 +34,13 @@ static int sweep_layout_probe(long long *out, int n) {
       SWEEP_L(grad_dv2dt2), SWEEP_L(grad_src), SWEEP_L(band_idx), SWEEP_L(band_row),
       SWEEP_L(band_u), SWEEP_L(replay_u), SWEEP_L(recon_u0_next),
       SWEEP_L(recon_u0), SWEEP_L(recon_u1_next), SWEEP_L(recon_u1), SWEEP_L(replay_w), SWEEP_L(outer_idx),
-      SWEEP_L(outer_row), SWEEP_L(cpml_pos), SWEEP_L(ring_idx), SWEEP_L(rec_groups), SWEEP_L(rec_order),
+      SWEEP_L(outer_row), SWEEP_L(cpml_pos), SWEEP_L(ring_code), SWEEP_L(rec_groups), SWEEP_L(rec_order),
       sizeof(sweep_vrz_fields), SWEEP_V(kappa_dt2), SWEEP_V(buoyancy), SWEEP_V(u_prev),
       SWEEP_V(u), SWEEP_V(psi), SWEEP_V(psi_new), SWEEP_V(zeta), SWEEP_V(zeta_new),
       SWEEP_V(pml_a), SWEEP_V(pml_b), SWEEP_V(src_amp), SWEEP_V(src_idx), SWEEP_V(rec),
       SWEEP_V(rec_idx), SWEEP_V(store), SWEEP_V(grad_kappa_dt2), SWEEP_V(grad_buoyancy),
       SWEEP_V(grad_src), SWEEP_V(band_idx), SWEEP_V(band_row), SWEEP_V(band_u), SWEEP_V(replay_u),
-      SWEEP_V(recon_u_next), SWEEP_V(recon_u), SWEEP_V(replay_w), SWEEP_V(outer_idx), SWEEP_V(outer_row), SWEEP_V(cpml_pos), SWEEP_V(ring_idx),
+      SWEEP_V(recon_u_next), SWEEP_V(recon_u), SWEEP_V(replay_w), SWEEP_V(outer_idx), SWEEP_V(outer_row), SWEEP_V(cpml_pos), SWEEP_V(ring_code),
       SWEEP_V(rec_groups), SWEEP_V(rec_order)};
   const int m = (int)(sizeof(v) / sizeof(v[0]));
   for (int i = 0; i < m && i < n; ++i) out[i] = v[i];

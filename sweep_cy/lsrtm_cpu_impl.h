@@ -536,9 +536,11 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
  * ru1_next, where the band's W reads them (lsrtm_recon_band_point). */
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) \
   (((v) == 0 ? ru0 : (v) == 1 ? ru1 : (v) == 2 ? ru0_next : ru1_next)[i] = (x))
-#define SWEEP_EQ_RECON_BAND(p, off, i, z, y, x)                                          \
-  SWEEP_FN(lsrtm_recon_band_point)(p, ru0 + (off), ru0_next + (off), ru1 + (off),        \
-                                   ru1_next + (off), mu0_s, mu1_s, grad_k, grad_dk, i, z, y, x)
+#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)                              \
+  _Pragma("omp simd") for (sweep_int x = (x0); x < (x1); ++x)                              \
+      SWEEP_FN(lsrtm_recon_band_point)(p, ru0 + (off), ru0_next + (off), ru1 + (off),      \
+                                       ru1_next + (off), mu0_s, mu1_s, grad_k, grad_dk,    \
+                                       (base) + x, z, y, x, mask)
 
 #include "cpu_skeleton.h"
 

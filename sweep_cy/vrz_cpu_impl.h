@@ -217,19 +217,24 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_recon_snap_row)(
     for (sweep_int x = p->plain_lo[2]; x < p->plain_hi[2]; ++x) st[v * vs + x - lo] = 0;
 }
 
-/* Boundary saving: the snapshot values of band cell i (x in row (z, y), the
- * row's snapshot st as vrz_recon_snap_row's): W^t from the reconstruction,
- * the band's u^t (ru) and the ring's u^t and psi^t (ru, rpsi;
- * vrz_w_band_point), u^t, and psi^t = 0 of each axis. */
+/* Boundary saving: the snapshot values of the band cells [x0, x1) of row
+ * (z, y) (mask: their CPML axes; st: the row's snapshot as
+ * vrz_recon_snap_row's): W^t from the reconstruction, the band's u^t (ru)
+ * and the ring's u^t and psi^t (ru, rpsi; vrz_w_band_point), u^t, and
+ * psi^t = 0 of each axis. */
 static inline void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
                                                  const SWEEP_R *buoyancy, const SWEEP_R *ru,
-                                                 const SWEEP_R *rpsi, sweep_int i, sweep_int z,
-                                                 sweep_int y, sweep_int x, SWEEP_R *st,
-                                                 sweep_int vs) {
-  const sweep_int m = x - p->store_lo[2];
-  st[m] = SWEEP_FN(vrz_w_band_point)(p, buoyancy, ru, rpsi, i, z, y, x);
-  st[vs + m] = ru[i];
-  for (int v = 2; v < 2 + SWEEP_NDIM; ++v) st[v * vs + m] = 0;
+                                                 const SWEEP_R *rpsi, sweep_int z, sweep_int y,
+                                                 sweep_int x0, sweep_int x1, int mask,
+                                                 SWEEP_R *st, sweep_int vs) {
+  const sweep_int base = z * p->stride[0] + y * p->stride[1], lo = p->store_lo[2];
+#pragma omp simd
+  for (sweep_int x = x0; x < x1; ++x) {
+    st[x - lo] = SWEEP_FN(vrz_w_band_point)(p, buoyancy, ru, rpsi, base + x, z, y, x, mask);
+    st[vs + x - lo] = ru[base + x];
+  }
+  for (int v = 2; v < 2 + SWEEP_NDIM; ++v) /* psi of each axis */
+    for (sweep_int x = x0; x < x1; ++x) st[v * vs + x - lo] = 0;
 }
 
 /* sub_problem's VRZ arrays of shots: the wavefields, the model gradients and
@@ -332,8 +337,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 /* The ring's u^t into ru and its psi^t into ru_next (as acoustic's), read by
  * the band's snapshot (vrz_recon_snap_band). */
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) (((v) ? ru_next : ru)[i] = (x))
-#define SWEEP_EQ_RECON_SNAP_BAND(p, off, i, z, y, x, st, vs) \
-  SWEEP_FN(vrz_recon_snap_band)(p, buoyancy, ru + (off), ru_next + (off), i, z, y, x, st, vs)
+#define SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs)                    \
+  SWEEP_FN(vrz_recon_snap_band)(p, buoyancy, ru + (off), ru_next + (off), z, y, x0, x1, mask, st, \
+                                vs)
 
 #include "cpu_skeleton.h"
 
