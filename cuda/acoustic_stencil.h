@@ -254,6 +254,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_band_point)(const sweep_acoustic_params *p,
     SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_U_, SWEEP_TAP_RING_PSI_, SWEEP_R, w, u + i, rpsi + i, &psi_new,
                         &zeta, (SWEEP_R)0, (SWEEP_R)0, p->stride[d], (SWEEP_R)p->rdx[d],
                         (SWEEP_R)p->rdx2[d], flags & (1 << d));
+    (void)psi_new;
   }
   return w;
 }

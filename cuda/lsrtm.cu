@@ -7,8 +7,8 @@
  * kernels, with boundary saving's kernels where acoustic.cu has them.  A
  * snapshot slot holds W0 of every shot, then W1 (SWEEP_EQ_SNAP_VALUES 2 of
  * the CPU kernels), and so does a slot of replay_w; a slot of band_u holds
- * u0, then u1, and one of replay_u u0, u1, psi0, psi1 of the ring.  The forward's rec holds the scattered traces,
- * then the background ones.
+ * u0, then u1, and one of replay_u u0, u1, psi0, psi1 of the ring.  The
+ * forward's rec holds the scattered traces, then the background ones.
  */
 #include "sweep_common.h"
 #define SWEEP_STENCIL_KEEP_MACROS
