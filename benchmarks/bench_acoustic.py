@@ -485,9 +485,11 @@ def make_devito_runner(
 
     rec_pos = position(problem["receiver_locations"][0])
     src_pos = position(problem["source_locations"])  # (shots, 1, ndim)
+    # Devito counts ceil((tn + dt) / dt) samples: with dt 0.8 ms, (nt - 1) * dt rounds
+    # up by an ulp and gives nt + 1, so tn sits a hair below the last sample.
+    tn = (case.nt - 1) * dt_ms * (1.0 - 1e-9)
     geometry = AcquisitionGeometry(
-        model, rec_pos, src_pos[0], t0=0.0, tn=(case.nt - 1) * dt_ms, f0=PEAK_FREQ / 1000.0,
-        src_type="Ricker",
+        model, rec_pos, src_pos[0], t0=0.0, tn=tn, f0=PEAK_FREQ / 1000.0, src_type="Ricker",
     )  # fmt: skip
     if geometry.nt != case.nt:
         raise RuntimeError(f"Devito's time axis has {geometry.nt} samples, not {case.nt}")

@@ -171,7 +171,9 @@ def _cpu(client: Any) -> float:
     return own.user + own.system + sum(workers.values())
 
 
-def scaling(rounds: int, repeats: int, quick: bool, memory: str, idle_s: float) -> dict[str, Any]:
+def scaling(
+    rounds: int, repeats: int, quick: bool, memory: str, idle_s: float, nt: int = NT
+) -> dict[str, Any]:
     """Time the variants, alternating them within each round.
 
     Each timed call also records the machine's busy fraction during it (all
@@ -179,7 +181,7 @@ def scaling(rounds: int, repeats: int, quick: bool, memory: str, idle_s: float) 
     the workers over wall seconds): a run that obtained fewer cores than its
     threads was slowed down by other work on the machine.
     """
-    p = problem(shape=(50, 150), nt=400, memory=memory) if quick else problem(memory=memory)
+    p = problem(shape=(50, 150), nt=400, memory=memory) if quick else problem(nt=nt, memory=memory)
     group = N_SHOTS // 2
     one_group = {
         **p,
@@ -396,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parts", default="scaling,overhead")
     p.add_argument("--memory", choices=("boundary", "full"), default="boundary")
     p.add_argument(
+        "--nt", type=int, default=NT, help=f"time steps of the scaling problem (default {NT})"
+    )
+    p.add_argument(
         "--wait-idle",
         type=float,
         default=0.0,
@@ -417,7 +422,9 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(["python", "benchmarks/bench_distributed.py", *sys.argv[1:]]),
     }
     if "scaling" in parts:
-        result["scaling"] = scaling(rounds, args.repeats, args.quick, args.memory, args.wait_idle)
+        result["scaling"] = scaling(
+            rounds, args.repeats, args.quick, args.memory, args.wait_idle, args.nt
+        )
         summary = {
             k: v for k, v in result["scaling"].items() if not k.startswith(("times", "mach"))
         }

@@ -136,6 +136,45 @@ typedef struct sweep_vrz_fields {
 } sweep_vrz_fields;
 
 /*
+ * Arrays of one call of the elastic kernels (cuda/elastic_stencil.h has the
+ * indices of fields, coefficients and memory variables), sharing
+ * sweep_acoustic_params (halo: the taps per side of the run-time order).
+ * The forward and the adjoint use the same slots for their fields and
+ * memory variables.  Members named as in sweep_acoustic_fields mean what
+ * they mean there; sources and receivers are single-cell terms whose index
+ * is field * shot_stride + cell.  No boundary saving: its members stay NULL.
+ */
+typedef struct sweep_elastic_fields {
+  const void *coef[15];   /* dt b_a, dt C_ij, dt mu_ab on the padded grid, times the live mask */
+  void *field[9];         /* (n_shots, padded): v_a, s_aa, s_ab */
+  void *psi[27];          /* [field][kernel axis]: C-PML memory variables, or NULL */
+  void *grad[15];         /* (n_shots, padded) per coefficient, or NULL */
+  const void *pml_a[3];   /* profiles at the nodes */
+  const void *pml_b[3];
+  const void *pml_ah[3];  /* profiles at the half nodes */
+  const void *pml_bh[3];
+  const void *wv[6];      /* [kernel axis][forward]: (halo, shape[d]) velocity weights */
+  const void *ws;         /* (halo,): stress weights */
+  const void *src_amp;
+  const sweep_int *src_idx;
+  void *rec;
+  const sweep_int *rec_idx;
+  void *store;            /* SWEEP_EQ_SNAP_VALUES = fields values per cell */
+  void *grad_src;
+  const sweep_int *band_idx;
+  const sweep_int *band_row;
+  void *band_u;
+  void *replay_u;
+  void *replay_w;
+  const sweep_int *outer_idx;
+  const sweep_int *outer_row;
+  const sweep_int *cpml_pos;
+  const sweep_int *ring_code;
+  const sweep_int *rec_groups;
+  const sweep_int *rec_order;
+} sweep_elastic_fields;
+
+/*
  * Arrays of one call.  Every wavefield is (n_shots, *padded shape).  The
  * forward pass reads/writes u_prev, u, psi, psi_new, zeta; the adjoint pass
  * reuses the same slots for its adjoint fields (lambda in u, adjoint psi in

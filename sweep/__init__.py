@@ -9,7 +9,7 @@ the eager Array-API code (``impl="eager"``).  ``sweep.vjp`` gives gradients,
 
 from __future__ import annotations
 
-from . import backend, distributed, equations
+from . import backend, das, distributed, equations
 from ._api import estimate_memory
 from ._config import config
 from ._impl import binding_error
@@ -17,6 +17,7 @@ from ._vjp import vjp
 from .acoustic import AcousticResult, acoustic
 from .equations.elastic import ElasticResult, elastic
 from .equations.lsrtm import LSRTMResult, lsrtm
+from .equations.maxwell import MaxwellResult, maxwell3d, tm2d
 from .equations.vrz import VRZResult, vrz
 
 __version__ = "0.1.0"
@@ -25,6 +26,7 @@ __all__ = [
     "AcousticResult",
     "ElasticResult",
     "LSRTMResult",
+    "MaxwellResult",
     "VRZResult",
     "__version__",
     "acoustic",
@@ -32,11 +34,14 @@ __all__ = [
     "backend",
     "binding_available",
     "config",
+    "das",
     "distributed",
     "elastic",
     "equations",
     "lsrtm",
+    "maxwell3d",
     "release_cached_memory",
+    "tm2d",
     "vjp",
     "vrz",
 ]

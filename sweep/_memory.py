@@ -178,6 +178,20 @@ def check_settings(
     return MemorySettings(memory, storage_mode, compression, k, limits[0], limits[1])
 
 
+def boundary_refused(equation: str, why: str = "") -> ValueError:
+    """Return the error for boundary saving asked of an equation that does not run backwards.
+
+    ``why``: the reason, from the equation's declaration (``EquationSpec.irreversible``).
+    """
+    because = f" ({why})" if why else ""
+    return ValueError(
+        f"MemoryOptions(strategy='boundary') needs an equation whose forward pass "
+        f"runs backwards in time, and the {equation} equation's does not{because}; use "
+        "checkpointing (MemoryOptions(strategy='ckpt', ckpt=CkptOptions(...))) or "
+        "full storage (memory=None or MemoryOptions())"
+    )
+
+
 def is_default(s: MemorySettings) -> bool:
     return (
         s.memory is None
@@ -387,12 +401,7 @@ def plan(engine: Stepper, s: MemorySettings) -> MemoryPlan:
         strategy = "auto"
     if strategy == "boundary":
         if not engine.reversible:
-            raise ValueError(
-                f"MemoryOptions(strategy='boundary') needs an equation whose forward pass "
-                f"runs backwards in time, and the {engine.name} equation's does not; use "
-                "checkpointing (MemoryOptions(strategy='ckpt', ckpt=CkptOptions(...))) or "
-                "full storage (memory=None or MemoryOptions())"
-            )
+            raise boundary_refused(engine.name)
         b = mem.boundary
         storage = {"gpu": "device", "cpu": "cpu", "disk": "disk"}[b.storage]
         return MemoryPlan(

@@ -170,3 +170,37 @@ VRZ_FIELDS = np.dtype(
     ],
     align=True,
 )
+
+# The elastic kernels' arrays (sweep_elastic_fields; cuda/elastic_stencil.h has the indices).
+ELASTIC_FIELDS = np.dtype(
+    [
+        ("coef", _P, (15,)),
+        ("field", _P, (9,)),
+        ("psi", _P, (27,)),
+        ("grad", _P, (15,)),
+        ("pml_a", _P, (3,)),
+        ("pml_b", _P, (3,)),
+        ("pml_ah", _P, (3,)),
+        ("pml_bh", _P, (3,)),
+        ("wv", _P, (6,)),
+        ("ws", _P),
+        ("src_amp", _P),
+        ("src_idx", _P),
+        ("rec", _P),
+        ("rec_idx", _P),
+        ("store", _P),
+        ("grad_src", _P),
+        ("band_idx", _P),
+        ("band_row", _P),
+        ("band_u", _P),
+        ("replay_u", _P),
+        ("replay_w", _P),
+        ("outer_idx", _P),
+        ("outer_row", _P),
+        ("cpml_pos", _P),
+        ("ring_code", _P),
+        ("rec_groups", _P),
+        ("rec_order", _P),
+    ],
+    align=True,
+)

@@ -12,7 +12,8 @@ sampling with the same terms, so adjoints follow.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from ._xp import device_of, scatter_add
 
-__all__ = ["PointTerms", "group_terms", "inject_terms", "sample_terms"]
+__all__ = ["PointTerms", "group_terms", "inject_terms", "node_terms", "sample_terms"]
 
 
 @dataclass(frozen=True)
@@ -116,3 +117,39 @@ def sample_terms(
     if out is None:  # no terms at all: zero samples
         return xp.zeros((n_shots, n_columns))
     return xp.reshape(out, (n_shots, n_columns))
+
+
+def node_terms(
+    geom: Any,
+    loc: np.ndarray,
+    kinds: Sequence[str],
+    terms: dict[str, Sequence[tuple[str, float]]],
+    staggering: dict[str, frozenset[int]],
+    valid: Callable[[str, int], np.ndarray],
+) -> list[PointTerms]:
+    """Weighted point operators of ``kinds`` (one per column) at model nodes ``loc``.
+
+    ``loc`` has shape ``(n_shots, n_columns, ndim)``; ``terms[kind]`` lists the
+    ``(field, weight)`` pairs of a kind, ``staggering[field]`` the axes a field
+    is staggered along (a :class:`sweep._grid.Geometry` places the grid).  A
+    field staggered along an axis is interpolated onto the node from the cells
+    at ``i - 1/2`` and ``i + 1/2`` (indices ``i - 1`` and ``i``, weight 1/2
+    each); cells where the field holds no value (``valid(field, axis)`` is 0:
+    the halo, fields beyond a free surface) are dropped and the remaining
+    weights of that field renormalised.
+    """
+    rows = []
+    strides = geom.strides
+    for shot in range(loc.shape[0]):
+        for col, kind in enumerate(kinds):
+            node = [int(loc[shot, col, d]) + geom.lo(d) for d in range(geom.ndim)]
+            for name, w in terms[kind]:
+                offsets = [(-1, 0) if d in staggering[name] else (0,) for d in range(geom.ndim)]
+                cells = []
+                for off in itertools.product(*offsets):
+                    idx = [node[d] + off[d] for d in range(geom.ndim)]
+                    if all(valid(name, d)[idx[d]] for d in range(geom.ndim)):
+                        cells.append(sum(i * s for i, s in zip(idx, strides, strict=True)))
+                for cell in cells:
+                    rows.append((shot, col, name, cell, w / len(cells)))
+    return group_terms(rows)

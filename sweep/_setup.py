@@ -20,6 +20,7 @@ import numpy as np
 
 from . import _memory
 from . import _validate as val
+from . import equations as _equations
 from ._callbacks import Callbacks, check_callbacks
 from ._grid import Geometry
 from ._impl import resolve_impl
@@ -102,7 +103,7 @@ def prepare(
     models : dict
         The model arrays by name, in the propagator's order.
     constraints : dict
-        ``"positive"``, ``"nonnegative"`` or ``"any"`` per model.
+        ``"positive"``, ``"nonnegative"``, ``"at_least_one"`` or ``"any"`` per model.
     speeds : callable
         ``speeds(host_models, order) -> Speeds`` of concrete models.
     equation : str
@@ -155,6 +156,10 @@ def prepare(
     dt = val.check_dt(dt)
     order = val.check_accuracy(accuracy)
     mem = _memory.check_settings(**memory_options)
+    spec = _equations.REGISTRY.get(equation)
+    if mem.memory is not None and mem.memory.strategy == "boundary" and spec is not None:
+        if not spec.reversible:  # the declaration says so: refused before any compute
+            raise _memory.boundary_refused(equation, spec.irreversible)
     callbacks = check_callbacks(forward_callback, backward_callback, callback_frequency)
     impl = resolve_impl(impl, stacklevel=stacklevel, compiled=compiled, equation=equation)
     if impl == "eager" and backward_callback is not None:

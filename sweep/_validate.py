@@ -35,7 +35,7 @@ def dtype_name(x: Any) -> str:
     return str(x.dtype).rsplit(".", 1)[-1]
 
 
-CONSTRAINTS = ("positive", "nonnegative", "any")
+CONSTRAINTS = ("positive", "nonnegative", "at_least_one", "any")
 
 
 def check_model(
@@ -44,7 +44,8 @@ def check_model(
     """Model array: 2D/3D, float32/float64, finite, and ``constraint`` on its values.
 
     ``constraint`` is ``"positive"`` (velocities, impedances), ``"nonnegative"``
-    (conductivities) or ``"any"`` (signed perturbations).
+    (conductivities), ``"at_least_one"`` (relative permittivities) or ``"any"``
+    (signed perturbations).
     """
     if constraint not in CONSTRAINTS:
         raise ValueError(f"unknown model constraint {constraint!r}; one of {CONSTRAINTS}")
@@ -76,6 +77,11 @@ def check_model(
             )
         if constraint == "nonnegative" and not np.all(host >= 0):
             raise ValueError(f"{name} must be >= 0 everywhere, found minimum {float(host.min()):g}")
+        if constraint == "at_least_one" and not np.all(host >= 1):
+            raise ValueError(
+                f"{name} must be >= 1 everywhere (relative to the vacuum's value, which is 1), "
+                f"found minimum {float(host.min()):g}"
+            )
 
 
 def check_spacing(grid_spacing: Any, ndim: int) -> tuple[float, ...]:
@@ -289,6 +295,41 @@ def warn_dispersion(
             f"only {cells:.2g} cells per wavelength at {f_max:.3g} Hz in the slowest medium "
             f"(accuracy={order} needs about {need:g}); expect numerical dispersion. "
             "Use a finer grid_spacing, a higher accuracy or lower-frequency sources.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
+
+# Fewest samples per period of a source's highest significant frequency.
+MIN_SAMPLES_PER_PERIOD = 4.0
+
+
+def warn_undersampled(amp: Any, dt: float, stacklevel: int = 4) -> None:
+    """Warn when ``dt`` samples the sources' spectrum too coarsely (aliasing).
+
+    The highest significant frequency (where the amplitude spectrum of the
+    sources drops below 5 % of its peak) needs :data:`MIN_SAMPLES_PER_PERIOD`
+    samples per period; a source with energy up to the Nyquist frequency is
+    not band-limited at this ``dt``.  Sources still on at their first or last
+    sample are not judged (their spectrum is that of the cut).
+    """
+    if amp.shape[-1] < 4 or not is_concrete(amp):
+        return
+    host = np.asarray(to_host(amp), dtype=np.float64).reshape(-1, amp.shape[-1])
+    peak = np.abs(host).max()
+    # A source still on at its first or last sample (a run cut short, a restart's chunk)
+    # has the spectrum of the cut, not its own: judge only sources that start and end off.
+    if peak == 0 or np.abs(host[:, [0, -1]]).max() > 0.01 * peak:
+        return
+    spec = np.abs(np.fft.rfft(host, axis=-1)).sum(axis=0)
+    freqs = np.fft.rfftfreq(host.shape[-1], dt)
+    f_max = float(freqs[np.nonzero(spec >= 0.05 * spec.max())[0][-1]])
+    if f_max * dt * MIN_SAMPLES_PER_PERIOD > 1.0:
+        warnings.warn(
+            f"dt={dt:g} undersamples the source spectrum: its highest significant frequency "
+            f"{f_max:.3g} Hz gets {1.0 / (f_max * dt):.2g} samples per period (the Nyquist "
+            f"frequency is {0.5 / dt:.3g} Hz; at least {MIN_SAMPLES_PER_PERIOD:g} are needed). "
+            "Use a smaller dt, or a smoother, lower-frequency source wavelet.",
             UserWarning,
             stacklevel=stacklevel,
         )

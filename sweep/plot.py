@@ -27,7 +27,7 @@ import numpy as np
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["plot_gather", "plot_gradient", "plot_model", "plot_wavefield"]
+__all__ = ["plot_das_gather", "plot_gather", "plot_gradient", "plot_model", "plot_wavefield"]
 
 
 def _pyplot() -> Any:
@@ -243,8 +243,18 @@ def plot_gather(
         The axes drawn on.
     """
     data = _as_2d("receivers_2d", receivers_2d)
+    x, label = _gather_axis(
+        data.shape[0], receiver_spacing, receiver_locations, spacing, source_location
+    )
+    return _draw_gather(data, x, label, dt, ax, clip, title, cmap)[0]
+
+
+def _draw_gather(
+    data: np.ndarray, x: np.ndarray, label: str, dt: float, ax: Axes | None, clip: float,
+    title: str, cmap: str,
+) -> tuple[Axes, Any]:  # fmt: skip
+    """Draw ``data`` (n_receivers, nt) at positions ``x``, time down; return (axes, image)."""
     n_rec, nt = data.shape
-    x, label = _gather_axis(n_rec, receiver_spacing, receiver_locations, spacing, source_location)
     if x[-1] < x[0]:  # receivers listed right to left: draw them left to right
         x, data = x[::-1], data[::-1]
     ax = _axes(ax, (5.0, 5.0))
@@ -253,7 +263,7 @@ def plot_gather(
     if n_rec < 2 or np.allclose(steps, steps[0], rtol=1e-6, atol=0):
         step = float(steps[0]) if n_rec > 1 else 1.0
         extent = [x[0] - 0.5 * step, x[-1] + 0.5 * step, (nt - 0.5) * dt, -0.5 * dt]
-        ax.imshow(
+        image = ax.imshow(
             data.T,
             extent=extent,
             cmap=cmap,
@@ -266,11 +276,69 @@ def plot_gather(
         mid = 0.5 * (x[1:] + x[:-1])
         edges = np.concatenate([[x[0] - 0.5 * steps[0]], mid, [x[-1] + 0.5 * steps[-1]]])
         times = (np.arange(nt + 1) - 0.5) * dt
-        ax.pcolormesh(edges, times, data.T, cmap=cmap, vmin=-scale, vmax=scale)
+        image = ax.pcolormesh(edges, times, data.T, cmap=cmap, vmin=-scale, vmax=scale)
         ax.set_ylim(times[-1], times[0])
     ax.set_xlabel(label)
     ax.set_ylabel("time (s)")
     ax.set_title(title)
+    return ax, image
+
+
+def plot_das_gather(
+    data: Any,
+    dt: float,
+    fibre: Any = None,
+    ax: Axes | None = None,
+    clip: float = 98.0,
+    *,
+    title: str = "DAS gather",
+    quantity: str = "rate",
+    cmap: str = "seismic",
+    colorbar: bool = True,
+) -> Axes:
+    """Show one shot's DAS data: channels along the fibre across, time down.
+
+    Parameters
+    ----------
+    data : array_like, shape (n_channels, nt)
+        One shot's strain-rate (or strain) channels, e.g. the fibre's columns
+        of ``sweep.elastic(..., fibre=fibre).receivers[shot]``.
+    dt : float
+        Time sample interval in seconds.
+    fibre : sweep.das.Fibre, optional
+        The fibre: the horizontal axis is each channel's distance along it
+        (metres); without it, the channel index.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure is created when omitted.
+    clip : float, optional
+        Percentile of ``|data|`` mapped to the ends of the symmetric colour scale.
+    title : str, optional
+        Axes title.
+    quantity : {"rate", "strain"}, optional
+        Labels the colour bar: strain rate (1/s) or strain.
+    cmap : str, optional
+        Matplotlib colormap name (diverging: extension and compression).
+    colorbar : bool, optional
+        Add a colour bar.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
+    arr = _as_2d("data", data)
+    if fibre is None:
+        x, label = np.arange(arr.shape[0], dtype=float), "channel"
+    else:
+        x, label = np.asarray(fibre.arc, dtype=float), "distance along fibre (m)"
+        if x.size != arr.shape[0]:
+            raise ValueError(
+                f"data has {arr.shape[0]} channels but the fibre has {x.size}; pass the "
+                "fibre's columns of one shot"
+            )
+    ax, image = _draw_gather(arr, x, label, dt, ax, clip, title, cmap)
+    if colorbar:
+        _colorbar(ax, image, "strain rate (1/s)" if quantity == "rate" else "strain")
     return ax
 
 

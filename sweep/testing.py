@@ -11,6 +11,7 @@ source sampled at ``t = n dt`` gives receiver samples on the same time axis.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -205,7 +206,9 @@ def random_problem(
     """Keyword arguments of a small random problem for a registered equation.
 
     Heterogeneous models (for ``sweep.acoustic`` a velocity of 1500-2000 m/s;
-    other equations: the ``problem`` of their registry entry), random source and receiver cells,
+    other equations: the ``problem`` of their registry entry, whose module may
+    also define ``settings(ndim)`` with its own ``grid_spacing``, ``dt``,
+    ``peak_freq``, ``max_vel`` and ``pml_freq``), random source and receiver cells,
     Ricker-shaped sources with random amplitudes, a 5-cell CPML and fixed
     CPML parameters (so the forward map does not depend on the model's
     extremes, as finite-difference gradient checks need).
@@ -213,10 +216,16 @@ def random_problem(
     rng = np.random.default_rng(seed)
     shape = (22, 26) if ndim == 2 else (12, 13, 14)
     spec = equations.get(equation)
+    # Seismic scales unless the equation's problem module says otherwise (``settings``).
+    scales = {"grid_spacing": 5.0, "dt": 1e-3 if ndim == 2 else 8e-4, "peak_freq": 40.0,
+              "max_vel": 2000.0, "pml_freq": 20.0}  # fmt: skip
     if spec.problem is None:
         models = {"v": (1500.0 + 500.0 * rng.random(shape)).astype(dtype)}
     else:
         models = equations._load(spec.problem)(shape, rng, dtype)
+        module = importlib.import_module(spec.problem.partition(":")[0])
+        if hasattr(module, "settings"):
+            scales.update(module.settings(ndim))
     if isinstance(free_surface, bool):
         free = (free_surface,) + (False,) * (2 * ndim - 1)
     else:
@@ -230,12 +239,12 @@ def random_problem(
         -1,
     )
     rec = np.stack([rng.integers(0, s, size=(n_shots, n_rec)) for s in shape], -1)
-    wavelet = ricker(40.0, nt, 1e-3)
+    wavelet = ricker(scales["peak_freq"], nt, scales["dt"])
     amp = (wavelet[None, None] * rng.standard_normal((n_shots, n_src, 1))).astype(dtype)
     return {
         **models,
-        "grid_spacing": 5.0,
-        "dt": 1e-3 if ndim == 2 else 8e-4,
+        "grid_spacing": scales["grid_spacing"],
+        "dt": scales["dt"],
         "source_amplitudes": amp,
         "source_locations": src,
         "receiver_locations": rec,
@@ -243,8 +252,8 @@ def random_problem(
         "accuracy": accuracy,
         "free_surface": free_surface,
         # Fixed CPML parameters make the forward map independent of v's extremes.
-        "max_vel": 2000.0,
-        "pml_freq": 20.0,
+        "max_vel": scales["max_vel"],
+        "pml_freq": scales["pml_freq"],
     }
 
 

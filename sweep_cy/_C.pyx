@@ -24,6 +24,8 @@ cdef extern from "sweep_common.h":
         pass
     ctypedef struct sweep_vrz_fields:
         pass
+    ctypedef struct sweep_elastic_fields:
+        pass
 
 
 cdef extern from "acoustic_cpu.h" nogil:
@@ -42,6 +44,10 @@ cdef extern from "vrz_cpu.h" nogil:
     int sweep_vrz_run(int ndim, int order, int is_double, int adjoint,
                       const sweep_acoustic_params *p, const sweep_vrz_fields *f,
                       sweep_int t, sweep_int n_steps, int n_threads)
+cdef extern from "elastic_cpu.h" nogil:
+    int sweep_elastic_run(int ndim, int order, int is_double, int adjoint,
+                          const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                          sweep_int t, sweep_int n_steps, int n_threads)
 
 
 cdef extern from "bf16_cpu.h" nogil:
@@ -65,8 +71,8 @@ def max_threads():
 
 def struct_layout():
     """Return ``{struct: (sizeof, {field: offset})}`` as the C compiler sees them."""
-    cdef long long buf[160]
-    cdef int n = sweep_layout_probe(buf, 160)
+    cdef long long buf[200]
+    cdef int n = sweep_layout_probe(buf, 200)
     names_p = ["n_shots", "n_src", "n_rec", "nt", "halo", "shot_stride", "shape", "stride",
                "plain_lo", "plain_hi", "free_lo", "free_hi", "model_lo", "model_hi", "store_lo",
                "store_hi", "store_every", "n_band", "n_rec_groups", "n_outer", "n_cpml", "n_ring",
@@ -87,11 +93,13 @@ def struct_layout():
                  "grad_kappa_dt2", "grad_buoyancy", "grad_src", "band_idx", "band_row", "band_u",
                  "replay_u", "recon_u_next", "recon_u", "replay_w", "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups",
                  "rec_order"]
+    names_el = ['coef', 'field', 'psi', 'grad', 'pml_a', 'pml_b', 'pml_ah', 'pml_bh', 'wv', 'ws', 'src_amp', 'src_idx', 'rec', 'rec_idx', 'store', 'grad_src', 'band_idx', 'band_row', 'band_u', 'replay_u', 'replay_w', 'outer_idx', 'outer_row', 'cpml_pos', 'ring_code', 'rec_groups', 'rec_order']
     values = [buf[i] for i in range(n)]
     k = 0
     out = {}
     for struct, names in (("acoustic_params", names_p), ("acoustic_fields", names_f),
-                          ("lsrtm_fields", names_l), ("vrz_fields", names_vrz)):
+                          ("lsrtm_fields", names_l), ("vrz_fields", names_vrz),
+                          ("elastic_fields", names_el)):
         size = values[k]
         k += 1
         offsets = {}
@@ -270,6 +278,25 @@ def vrz_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
     cdef int rc
     with nogil:
         rc = sweep_vrz_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
+    if rc != 0:
+        raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
+
+
+def elastic_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
+                sweep_int t, sweep_int n_steps, int n_threads=0):
+    """Run ``n_steps`` steps of the elastic kernels (records as :func:`acoustic_run`'s,
+    ``fields`` of ``sweep._params.ELASTIC_FIELDS``)."""
+    cdef sweep_acoustic_params p
+    cdef sweep_elastic_fields f
+    cdef const unsigned char[::1] pb
+    cdef const unsigned char[::1] fb
+    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
+                            sizeof(sweep_elastic_fields))
+    memcpy(&p, &pb[0], sizeof(p))
+    memcpy(&f, &fb[0], sizeof(f))
+    cdef int rc
+    with nogil:
+        rc = sweep_elastic_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
     if rc != 0:
         raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
 

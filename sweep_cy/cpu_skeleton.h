@@ -90,6 +90,9 @@
  *                     values, or NULL when out of memory), in scope of the
  *                     row hooks of both loops (default 0: none); for rows
  *                     that pass per-cell values from one sweep to the next.
+ *   SWEEP_EQ_PHASES   half-step phases per time step (default 1).  More than
+ *                     one selects the phased loops of cpu_phased.h (which
+ *                     lists their hooks) in place of the drivers below.
  *   SWEEP_EQ_BLOCKING 1: forward steps that store nothing may be blocked in
  *                     time (cpu_blocking.h).  Only for one leapfrog stage per
  *                     step, of reach SWEEP_H, that writes step n + 1 over the
@@ -214,9 +217,10 @@
  * non-reversible update (conductivity) defines SWEEP_EQ_RECON(f) 0 and
  * declares itself not reversible.  Elastic, Maxwell: the second
  * half step of a row
- * reads neighbour rows of the first, so the two cannot share one row hook;
- * the skeleton's row loop needs a phase loop around it (a barrier between
- * phases) first, and they set SWEEP_EQ_BLOCKING 0.
+ * reads neighbour rows of the first, so the two cannot share one row hook:
+ * they declare SWEEP_EQ_PHASES > 1 and get the phased time loops of
+ * cpu_phased.h (a work-shared row loop per phase, a barrier between
+ * phases) in place of the drivers below; SWEEP_EQ_BLOCKING 0.
  *
  * What the skeleton still assumes of every equation: one CPML mask per x
  * segment and the plain / CPML split of the acoustic grid (plain_lo/hi), one
@@ -234,6 +238,10 @@
  * row hook writes value v of cell x to wr[x + v * SWEEP_WR_PITCH(p)]. */
 #ifndef SWEEP_EQ_SNAP_VALUES
 #define SWEEP_EQ_SNAP_VALUES 1
+#endif
+/* Half-step phases per time step (cpu_phased.h when more than one). */
+#ifndef SWEEP_EQ_PHASES
+#define SWEEP_EQ_PHASES 1
 #endif
 #ifndef SWEEP_EQ_PAIRED_CORRELATION
 #define SWEEP_EQ_PAIRED_CORRELATION 1
@@ -353,12 +361,17 @@ static inline void SWEEP_FN(copy_outer_row)(const SWEEP_EQ_PARAMS *p, SWEEP_R *d
  * z so the planes a 3D stencil reads stay in cache. */
 #define SWEEP_TILE_Y 8
 #define SWEEP_N_TILES(p) (((p)->shape[1] - 2 * SWEEP_H + SWEEP_TILE_Y - 1) / SWEEP_TILE_Y)
+/* Declares the shot and the rows [y0, y1) of work item `item` (p and h in scope). */
+#define SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1)                                      \
+  const sweep_int shot = (item) / (n_tiles);                                              \
+  const sweep_int y0 = h + ((item) % (n_tiles)) * SWEEP_TILE_Y;                           \
+  const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h
 #define SWEEP_Z_BEGIN (SWEEP_NDIM == 3 ? SWEEP_H : 0)
 #define SWEEP_Z_END(p) (SWEEP_NDIM == 3 ? (p)->shape[0] - SWEEP_H : 1)
 
 /* Odd mirror of a field into the ghost rows of every free surface (the
  * equation's ghost hooks say which fields). */
-static void SWEEP_FN(fill_ghosts)(const SWEEP_EQ_PARAMS *p, SWEEP_R *field) {
+static __attribute__((unused)) void SWEEP_FN(fill_ghosts)(const SWEEP_EQ_PARAMS *p, SWEEP_R *field) {
   const sweep_int h = SWEEP_H;
   for (int d = 3 - SWEEP_NDIM; d < 3; ++d) {
     for (int side = 0; side < 2; ++side) {
@@ -403,7 +416,7 @@ static inline int SWEEP_FN(has_free_surface)(const SWEEP_EQ_PARAMS *p) {
  * 175-191 us per step).  NULL (direct access) when there are no receivers or no memory.
  */
 #define SWEEP_REC_STEPS 32
-static SWEEP_R *SWEEP_FN(receiver_buffer)(const SWEEP_EQ_PARAMS *p,
+static __attribute__((unused)) SWEEP_R *SWEEP_FN(receiver_buffer)(const SWEEP_EQ_PARAMS *p,
                                           const SWEEP_EQ_FIELDS *f) {
   if (!f->rec || p->n_rec <= 0) return NULL;
   return (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->n_shots * SWEEP_REC_STEPS * p->n_rec);
@@ -455,6 +468,9 @@ static void SWEEP_FN(run_by_shot)(SWEEP_FN(run_fn) run, const SWEEP_EQ_PARAMS *p
   }
 }
 
+#if SWEEP_EQ_PHASES > 1
+#include "cpu_phased.h"
+#else
 void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t0,
                       sweep_int n_steps, int n_threads) {
   if (SWEEP_FN(split_by_shot)(p, n_threads)) {
@@ -538,9 +554,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
       }
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
-        const sweep_int shot = item / n_tiles;
-        const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
-        const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+        SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
         const sweep_int off = shot * ss;
         SWEEP_EQ_FWD_SHOT(f, off);
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
@@ -741,9 +755,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
         const sweep_int vs = SWEEP_SNAP_STRIDE(p);
 #pragma omp for schedule(static)
         for (sweep_int item = 0; item < n_items; ++item) {
-          const sweep_int shot = item / n_tiles;
-          const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
-          const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+          SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
           for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
             for (sweep_int y = y0; y < y1; ++y) {
               SWEEP_R *st = rsnap + shot * mc + SWEEP_FN(store_row)(p, z, y);
@@ -784,9 +796,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
       deferred = defer ? store : NULL;
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
-        const sweep_int shot = item / n_tiles;
-        const sweep_int y0 = h + (item % n_tiles) * SWEEP_TILE_Y;
-        const sweep_int y1 = y0 + SWEEP_TILE_Y < p->shape[1] - h ? y0 + SWEEP_TILE_Y : p->shape[1] - h;
+        SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
         const sweep_int off = shot * ss;
         SWEEP_EQ_ADJ_SHOT(f, off);
         for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
@@ -893,3 +903,4 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   free(rbuf);
   free(src_rows);
 }
+#endif /* SWEEP_EQ_PHASES */

@@ -9,6 +9,7 @@
 #define SWEEP_F(field) offsetof(sweep_acoustic_fields, field)
 #define SWEEP_L(field) offsetof(sweep_lsrtm_fields, field)
 #define SWEEP_V(field) offsetof(sweep_vrz_fields, field)
+#define SWEEP_E(field) offsetof(sweep_elastic_fields, field)
 
 static int sweep_layout_probe(long long *out, int n) {
   const long long v[] = {
@@ -41,7 +42,8 @@ static int sweep_layout_probe(long long *out, int n) {
       SWEEP_V(rec_idx), SWEEP_V(store), SWEEP_V(grad_kappa_dt2), SWEEP_V(grad_buoyancy),
       SWEEP_V(grad_src), SWEEP_V(band_idx), SWEEP_V(band_row), SWEEP_V(band_u), SWEEP_V(replay_u),
       SWEEP_V(recon_u_next), SWEEP_V(recon_u), SWEEP_V(replay_w), SWEEP_V(outer_idx), SWEEP_V(outer_row), SWEEP_V(cpml_pos), SWEEP_V(ring_code),
-      SWEEP_V(rec_groups), SWEEP_V(rec_order)};
+      SWEEP_V(rec_groups), SWEEP_V(rec_order),
+      sizeof(sweep_elastic_fields), SWEEP_E(coef), SWEEP_E(field), SWEEP_E(psi), SWEEP_E(grad), SWEEP_E(pml_a), SWEEP_E(pml_b), SWEEP_E(pml_ah), SWEEP_E(pml_bh), SWEEP_E(wv), SWEEP_E(ws), SWEEP_E(src_amp), SWEEP_E(src_idx), SWEEP_E(rec), SWEEP_E(rec_idx), SWEEP_E(store), SWEEP_E(grad_src), SWEEP_E(band_idx), SWEEP_E(band_row), SWEEP_E(band_u), SWEEP_E(replay_u), SWEEP_E(replay_w), SWEEP_E(outer_idx), SWEEP_E(outer_row), SWEEP_E(cpml_pos), SWEEP_E(ring_code), SWEEP_E(rec_groups), SWEEP_E(rec_order)};
   const int m = (int)(sizeof(v) / sizeof(v[0]));
   for (int i = 0; i < m && i < n; ++i) out[i] = v[i];
   return m < n ? m : n;

@@ -23,7 +23,10 @@ STRATEGIES = {
 NT = 31
 
 
-def _problem(name="acoustic", ndim=2):
+def _problem(name="acoustic", ndim=None):
+    if ndim is None:  # 2D where the equation has it
+        ndims = equations.get(name).ndims
+        ndim = 2 if 2 in ndims else ndims[0]
     return random_problem(ndim, np.float64, nt=NT, equation=name, free_surface=True)
 
 
@@ -65,9 +68,9 @@ IMPLS = [(n, i) for n in equations.names() for i in ("c", "eager")
 
 @pytest.mark.parametrize(("name", "impl"), IMPLS)
 def test_forward_callback_sees_the_wavefield_at_its_step(name, impl):
-    problem = _problem(name)
     spec = equations.get(name)
-    field = {"lsrtm": "u1", "elastic": "vz"}.get(name, "u")
+    problem = _problem(name)
+    field = {"lsrtm": "u1", "elastic": "vz", "tm2d": "ey", "maxwell3d": "ey"}.get(name, "u")
     rec = _Recorder(field)
     spec.function(**problem, impl=impl, forward_callback=rec, callback_frequency=9)
     assert rec.steps == [0, 9, 18, 27]

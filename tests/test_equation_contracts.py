@@ -26,7 +26,16 @@ NAMES = equations.names()
 IMPLS = [(n, i) for n in NAMES for i in ("eager", "c") if i == "eager" or equations.get(n).compiled]
 
 
-def _problem(name, ndim, **kw):
+def _ndim(name):
+    """The dimension the single-dimension contracts use: 2D where the equation has it."""
+    ndims = equations.get(name).ndims
+    return 2 if 2 in ndims else ndims[0]
+
+
+def _problem(name, ndim=None, **kw):
+    ndim = _ndim(name) if ndim is None else ndim
+    if ndim not in equations.get(name).ndims:
+        pytest.skip(f"{name} is not defined in {ndim}D")
     return random_problem(ndim, np.float64, equation=name, nt=40, **kw)
 
 
@@ -106,12 +115,15 @@ def _edge_mask(shape):
 @pytest.mark.parametrize("accuracy", [2, 8])
 def test_gradient_at_edge_cells(name, impl, accuracy):
     """Perturbing only the edge cells (which the CPML repeats) with the acquisition beside them."""
-    problem = _problem(name, 2, accuracy=accuracy)
+    problem = _problem(name, accuracy=accuracy)
     shape = problem["source_locations"].shape
-    nz, nx = problem[equations.get(name).models[0]].shape
-    corners = np.array([[1, 1], [1, nx - 2], [nz - 2, 1], [nz - 2, nx - 2]])
-    problem["source_locations"] = np.stack([corners[[0, 3]], corners[[1, 2]]])[: shape[0]]
-    problem["receiver_locations"] = np.broadcast_to(corners, (shape[0], 4, 2)).copy()
+    model_shape = problem[equations.get(name).models[0]].shape
+    ndim = len(model_shape)
+    # Four corners one cell in (2D: all of them), two opposite ones per shot as sources.
+    corners = np.array([[1 if (c >> d) & 1 == 0 else n - 2 for d, n in enumerate(model_shape)]
+                        for c in (0, 2**ndim - 1, 1, 2**ndim - 2)])  # fmt: skip
+    problem["source_locations"] = np.stack([corners[[0, 1]], corners[[2, 3]]])[: shape[0]]
+    problem["receiver_locations"] = np.broadcast_to(corners, (shape[0], 4, ndim)).copy()
     spec, models, rest = _split(name, problem)
     rng = np.random.default_rng(2)
     d = rng.standard_normal((2, 4, 40))
@@ -245,7 +257,7 @@ def test_boundary_saving_on_models_narrower_than_two_halos(name, shape):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_deterministic(name):
-    problem = _problem(name, 2)
+    problem = _problem(name)
     spec, models, rest = _split(name, problem)
     a = spec.function(*models, **rest)
     b = spec.function(*models, **rest)
@@ -257,7 +269,7 @@ def test_deterministic(name):
 def test_prop_torch_matches_function(name):
     from sweep.propagator.torch import PropTorch
 
-    problem = _problem(name, 2)
+    problem = _problem(name)
     spec, models, rest = _split(name, problem)
     want = spec.function(*models, **rest).receivers
     settings = {k: v for k, v in rest.items() if k != "source_amplitudes"}
@@ -269,7 +281,7 @@ def test_prop_torch_matches_function(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_float32_matches_float64(name):
-    problem = _problem(name, 2)
+    problem = _problem(name)
     spec, models, rest = _split(name, problem)
     want = spec.function(*models, **rest).receivers
     p32 = {k: v.astype(np.float32) if isinstance(v, np.ndarray) and v.dtype.kind == "f" else v
@@ -284,7 +296,7 @@ def test_float32_matches_float64(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_bad_model_values_name_the_model(name):
-    problem = _problem(name, 2)
+    problem = _problem(name)
     spec, models, rest = _split(name, problem)
     for i, m in enumerate(spec.model_specs):
         bad = [x.copy() for x in models]
@@ -301,7 +313,7 @@ def test_bad_model_values_name_the_model(name):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if len(equations.get(n).models) > 1])
 def test_models_must_share_shape_dtype_and_library(name):
-    problem = _problem(name, 2)
+    problem = _problem(name)
     spec, models, rest = _split(name, problem)
     other = spec.models[1]
     with pytest.raises(ValueError, match=rf"{other} has shape"):
@@ -314,7 +326,7 @@ def test_models_must_share_shape_dtype_and_library(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_cfl_violation_is_rejected(name):
-    problem = _problem(name, 2)
+    problem = _problem(name)
     spec, models, rest = _split(name, problem)
     with pytest.raises(ValueError, match="CFL"):
         spec.function(*models, **{**rest, "dt": 5e-3})
@@ -322,7 +334,7 @@ def test_cfl_violation_is_rejected(name):
 
 @pytest.mark.parametrize("name", [n for n in NAMES if not equations.get(n).compiled])
 def test_missing_compiled_kernels_are_explicit(name):
-    problem = _problem(name, 2)
+    problem = _problem(name)
     spec, models, rest = _split(name, problem)
     with pytest.raises(ValueError, match="no compiled kernels"):
         spec.function(*models, **rest, impl="c")

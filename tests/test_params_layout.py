@@ -2,7 +2,13 @@
 
 import pytest
 
-from sweep._params import ACOUSTIC_FIELDS, ACOUSTIC_PARAMS, LSRTM_FIELDS, VRZ_FIELDS
+from sweep._params import (
+    ACOUSTIC_FIELDS,
+    ACOUSTIC_PARAMS,
+    ELASTIC_FIELDS,
+    LSRTM_FIELDS,
+    VRZ_FIELDS,
+)
 
 _C = pytest.importorskip("sweep._C")
 
@@ -14,6 +20,7 @@ _C = pytest.importorskip("sweep._C")
         ("acoustic_fields", ACOUSTIC_FIELDS),
         ("lsrtm_fields", LSRTM_FIELDS),
         ("vrz_fields", VRZ_FIELDS),
+        ("elastic_fields", ELASTIC_FIELDS),
     ],
 )
 def test_struct_layout_matches(struct, dtype):

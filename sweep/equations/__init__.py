@@ -43,6 +43,23 @@ MEMORY_OPTIONS = (
     "storage_bytes_limit_host",
 )
 
+# Keywords every propagator takes besides its models, sources and receivers.
+PROPAGATION_OPTIONS = (
+    "accuracy",
+    "pml_width",
+    "free_surface",
+    "pml_freq",
+    "max_vel",
+    "nt",
+    "n_threads",
+    "progress",
+    "forward_callback",
+    "backward_callback",
+    "callback_frequency",
+    "initial_state",
+    *MEMORY_OPTIONS,
+)
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -54,8 +71,8 @@ class ModelSpec:
         Argument name, e.g. ``"vp"``.
     constraint : str
         ``"positive"`` (velocities, impedances), ``"nonnegative"``
-        (conductivities) or ``"any"`` (signed perturbations); checked before
-        any compute.
+        (conductivities), ``"at_least_one"`` (relative permittivities) or
+        ``"any"`` (signed perturbations); checked before any compute.
     """
 
     name: str
@@ -104,7 +121,16 @@ class EquationSpec:
         What the compiled adjoint needs stored per step for the model
         gradient (documentation of the memory strategies' unit).
     reversible : bool
-        Whether the update can be run backwards in time (boundary saving).
+        Whether the update can be run backwards in time (boundary saving);
+        when False, boundary saving is refused before any compute and the
+        memory planner skips it.
+    irreversible : str
+        Why not (for the refusal's message), when ``reversible`` is False.
+    compiled_refusal : str or None
+        ``"module:function"`` of ``refusal(settings) -> str | None``: why the
+        compiled kernels cannot run a call with these keyword settings (the
+        call then runs eager under ``impl=None``, and ``impl="c"`` raises
+        with that reason); None: they run every call.
     problem : str or None
         ``"module:function"`` of ``random_models(shape, rng, dtype) -> dict``:
         a small random model of the equation for the contract tests
@@ -122,26 +148,14 @@ class EquationSpec:
     compiled: bool = True
     entry: str = "sweep.acoustic:acoustic"
     eager_entry: str | None = "sweep.equations:acoustic_eager_plan"
-    options: tuple[str, ...] = (
-        "accuracy",
-        "pml_width",
-        "free_surface",
-        "pml_freq",
-        "max_vel",
-        "nt",
-        "n_threads",
-        "progress",
-        "forward_callback",
-        "backward_callback",
-        "callback_frequency",
-        "initial_state",
-        *MEMORY_OPTIONS,
-    )
+    options: tuple[str, ...] = PROPAGATION_OPTIONS
     description: str = ""
     constraints: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ("receivers",)
     snapshot: tuple[str, ...] = ("W",)
     reversible: bool = True
+    irreversible: str = ""
+    compiled_refusal: str | None = None
     problem: str | None = None
 
     @property
@@ -166,6 +180,25 @@ class EquationSpec:
         if self.eager_entry is None:
             raise NotImplementedError(f"equation {self.name!r} has no eager implementation")
         return _load(self.eager_entry)
+
+    def impl_for(self, impl: str | None, settings: dict[str, Any]) -> str | None:
+        """Return the impl to request for a call with keyword ``settings``.
+
+        ``impl`` unchanged, except where the compiled kernels cannot run these
+        settings (:attr:`compiled_refusal`): then ``"eager"`` for None/"auto",
+        and a ``ValueError`` with the reason for ``"c"``.
+        """
+        if not self.compiled or self.compiled_refusal is None or impl == "eager":
+            return impl
+        reason = _load(self.compiled_refusal)(settings)
+        if reason is None:
+            return impl
+        if impl == "c":
+            raise ValueError(
+                f"sweep.{self.name} impl='c' cannot run this call: {reason}; use impl='eager' "
+                "(or impl=None, which picks it)"
+            )
+        return "eager"
 
     def option_defaults(self) -> dict[str, Any]:
         """Default value of each option, read from the propagator's signature."""
@@ -198,6 +231,10 @@ class EagerPlan:
     memory : EagerMemoryEstimate, optional
         Estimated bytes of a gradient run; the adapters plan their checkpoint
         chunks from it (None: about ``sqrt(nt)`` chunks).
+    finish : callable, optional
+        ``finish(receivers) -> receivers``: a differentiable map of the
+        stacked ``(n_shots, n_rec, nt)`` samples to the receivers (e.g. the
+        time integral of strain receivers); None: the samples themselves.
     """
 
     nt: int
@@ -210,6 +247,7 @@ class EagerPlan:
     wavefield: Callable[[Any], Any]
     key: tuple
     memory: Any = None
+    finish: Callable[[Any], Any] | None = None
 
 
 def _host_proxy(x: Any, fill: float | None, name: str, needs: str) -> np.ndarray | None:
@@ -319,6 +357,7 @@ def build_eager_plan(
         wavefield=engine.wavefield,
         key=key,
         memory=eager_memory(geom, np.dtype(dtype_name(like)).itemsize, states=states),
+        finish=getattr(engine, "finish_records", None),
     )
 
 
@@ -365,6 +404,45 @@ elastic_eager_plan = _eager_plan_of(
     "sweep.equations.elastic.propagator:_prepare", states=6,
 )  # fmt: skip
 
+tm2d_eager_plan = _eager_plan_of(
+    "tm2d", "sweep.equations.maxwell.eager:EagerMaxwell",
+    "sweep.equations.maxwell.propagator:prepare_tm2d", states=3,
+)  # fmt: skip
+maxwell3d_eager_plan = _eager_plan_of(
+    "maxwell3d", "sweep.equations.maxwell.eager:EagerMaxwell",
+    "sweep.equations.maxwell.propagator:prepare_maxwell3d", states=6,
+)  # fmt: skip
+
+# The eager-only Maxwell propagators take no n_threads.
+_MAXWELL_OPTIONS = (
+    *(o for o in PROPAGATION_OPTIONS if o != "n_threads"),
+    "compute_precision",
+)
+
+
+def _maxwell(name: str, ndim: int, description: str, options: tuple[str, ...]) -> EquationSpec:
+    """Declare TM2D or 3D Maxwell (one code, two registry names)."""
+    e = ("ey",) if ndim == 2 else ("ex", "ey", "ez")
+    h = ("hx", "hz") if ndim == 2 else ("hx", "hy", "hz")
+    return EquationSpec(
+        name,
+        ndims=(ndim,),
+        models=("epsilon", "sigma", "mu"),
+        constraints=("at_least_one", "nonnegative", "positive"),
+        wavefields=(*e, *h, "m_*"),
+        sources=e,
+        receivers=e,
+        compiled=False,
+        entry=f"sweep.equations.maxwell:{name}",
+        eager_entry=f"sweep.equations:{name}_eager_plan",
+        options=options,
+        snapshot=(),
+        reversible=False,
+        irreversible="with sigma > 0 the semi-implicit loss term damps the fields",
+        problem="sweep.equations.maxwell.problem:random_models",
+        description=description,
+    )
+
 
 REGISTRY: dict[str, EquationSpec] = {
     "acoustic": EquationSpec(
@@ -398,30 +476,42 @@ REGISTRY: dict[str, EquationSpec] = {
         constraints=("positive", "nonnegative", "positive"),
         wavefields=("vz", "vy", "vx", "szz", "syy", "sxx", "syz", "sxz", "sxy", "m_*"),
         sources=("fz", "fy", "fx", "p"),
-        receivers=("vz", "vy", "vx", "p", "szz", "syy", "sxx", "syz", "sxz", "sxy"),
-        compiled=False,
+        receivers=(
+            *("vz", "vy", "vx", "p", "szz", "syy", "sxx", "syz", "sxz", "sxy"),
+            *("ezz", "eyy", "exx", "eyz", "exz", "exy"),
+        ),
         entry="sweep.equations.elastic:elastic",
+        compiled_refusal="sweep.equations.elastic.propagator:compiled_refusal",
         eager_entry="sweep.equations:elastic_eager_plan",
         options=(
             "source_kind",
             "receiver_kind",
-            "accuracy",
-            "pml_width",
-            "free_surface",
-            "pml_freq",
-            "max_vel",
-            "nt",
-            "progress",
-            "forward_callback",
-            "callback_frequency",
-            "initial_state",
+            "gauge_length",
+            "quantity",
+            "fibre",
+            *PROPAGATION_OPTIONS,
         ),
-        snapshot=(),
-        # The update runs backwards in the interior, but boundary saving needs the
-        # compiled stepper, which elastic does not have yet.
+        snapshot=("D_v", "D_jj", "D_ab + D_ba"),
+        # The interior update runs backwards, but the compiled stepper has no
+        # boundary saving yet (band saves of every field, CPML replay).
         reversible=False,
         problem="sweep.equations.elastic.problem:random_models",
         description="isotropic elastic velocity-stress system on a staggered grid (2D/3D)",
+    ),
+    "tm2d": _maxwell(
+        "tm2d", 2, "Maxwell's equations, TM mode in 2D (E_y, H_x, H_z), for radar", _MAXWELL_OPTIONS
+    ),
+    "maxwell3d": _maxwell(
+        "maxwell3d",
+        3,
+        "Maxwell's equations in 3D on the Yee grid, for radar",
+        (
+            "source_component",
+            "receiver_component",
+            *_MAXWELL_OPTIONS,
+            "python_backend",
+            "experimental_cuda_graph",
+        ),
     ),
 }
 

@@ -135,7 +135,7 @@ class PropJax:
             if impl == "c":
                 raise ValueError(f"equation {self.spec.name!r} has no compiled implementation")
             impl = "eager"
-        self.impl = resolve_impl(impl)
+        self.impl = resolve_impl(self.spec.impl_for(impl, self.settings))
         self.use_ckpt = use_ckpt is not False
         self.ckpt_chunks = ckpt_chunks
         self._runners: dict[tuple, Any] = {}
@@ -215,4 +215,5 @@ class PropJax:
         if not plan.n_rec:
             return jnp.zeros((plan.n_shots, 0, plan.nt), dtype=amp.dtype)
         recs = recs.reshape(n_chunks * length, *recs.shape[2:])[: plan.nt]
-        return jnp.moveaxis(recs, 0, -1)
+        out = jnp.moveaxis(recs, 0, -1)
+        return out if plan.finish is None else plan.finish(out)

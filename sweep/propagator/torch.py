@@ -282,7 +282,7 @@ class PropTorch(torch.nn.Module):
         wanted, eager_options, cuda_options = select(
             self.spec, backend, impl, eager_options, cuda_options, backend_options, use_ckpt
         )
-        self.impl = resolve_impl(wanted)
+        self.impl = resolve_impl(self.spec.impl_for(wanted, self.settings))
         self.eager_options = eager_options or EagerOptions()
         self.cuda_options = cuda_options or CUDAOptions()
         self.memory = self.cuda_options.memory
@@ -354,20 +354,21 @@ class PropTorch(torch.nn.Module):
         plan, step = self._step(plan)
         coeffs = plan.coefficients(*models)
         tensors = [x for x in (*models, amp) if isinstance(x, torch.Tensor)]
+        finish = plan.finish or (lambda out: out)
         if not (torch.is_grad_enabled() and any(x.requires_grad for x in tensors)):
             out = models[0].new_zeros((plan.n_shots, plan.n_rec, plan.nt))
             state = _run_steps_into(step, plan.initial_state(), coeffs, amp, out)
             self._keep_last(plan, state)
-            return out
+            return finish(out)
         if self.use_ckpt:
             leaves, spec = tree_flatten(coeffs)
             loop = _Loop(plan, step, eager_chunks(plan, self.ckpt_chunks, "torch"), spec)
             out = _CheckpointedLoop.apply(loop, amp, *leaves)
             self._keep_last(plan, loop.final_state)
             loop.final_state = None
-            return out
+            return finish(out)
         state, records = _run_steps(step, plan.initial_state(), coeffs, amp, plan.nt)
         self._keep_last(plan, state)
         if plan.n_rec:
-            return torch.stack(records, dim=-1)
+            return finish(torch.stack(records, dim=-1))
         return models[0].new_zeros((plan.n_shots, 0, plan.nt))

@@ -39,60 +39,41 @@ from typing import Any
 import numpy as np
 
 from ... import _fd
-from ..._eager import EagerBase, _along
-from ..._points import inject_terms, sample_terms
-from . import kinds
+from ..._points import inject_terms
+from ..._staggered import EagerStaggered
+from . import das, kinds
 
 
-class EagerElastic(EagerBase):
-    """The elastic velocity-stress system on :class:`EagerBase` (two phases per step)."""
+class EagerElastic(EagerStaggered):
+    """The elastic velocity-stress system on :class:`EagerStaggered` (two phases per step)."""
 
     primary = "vz"
     phases = ("update_velocities", "update_stresses")
     record_after = 0  # receivers see v^{t+1/2} and s^t
 
+    def staggering(self) -> dict[str, frozenset[int]]:
+        """Velocities, normal and shear stresses with their staggered axes (:mod:`.kinds`)."""
+        return kinds.fields(self.geom.ndim)
+
+    def memory_keys(self) -> list[tuple[str, str, int]]:
+        """(memory variable, field, axis) of every C-PML-stretched derivative."""
+        return kinds.memory_variables(self.geom.ndim)
+
+    def held(self, name: str, d: int) -> bool:
+        """Hold the normal stress across a free face at zero on its surface row."""
+        axis = kinds.AXES[self.geom.ndim][d]
+        return name == kinds.stress(axis, axis)
+
+    def mirror_sign(self, name: str, d: int) -> float:
+        """Return -1 (odd images, the stress image) for stresses with a component along ``d``."""
+        return -1.0 if kinds.mirrored(self.geom, name, d) else 0.0
+
     def _setup(self) -> None:
-        super()._setup()
-        g, xp = self.geom, self.xp
+        g = self.geom
         nd = g.ndim
         self.axes = kinds.AXES[nd]
-        self.stag = kinds.fields(nd)
-        self.cs = [float(c) for c in _fd.staggered_first_derivative(g.order)]
         self.dv = math.prod(g.spacing)  # cell volume (area in 2D)
-        h = g.halo
-        inner = [slice(h, n - h) for n in g.padded_shape]
-
-        def axis_shape(d: int) -> list[int]:
-            shape = [1] * (nd + 1)
-            shape[d + 1] = -1
-            return shape
-
-        # CPML profiles on the interior, at the nodes (backward differences)
-        # and the half nodes (forward differences), broadcast along axis d.
-        self.prof = []
-        for d in range(nd):
-            per = {}
-            for forward, profiles in ((False, g.pml_profiles), (True, g.pml_profiles_half)):
-                a, b = profiles[d]
-                per[forward] = tuple(
-                    self._asarray(p[inner[d]].reshape(axis_shape(d))) for p in (a, b)
-                )
-            self.prof.append(per)
-        # Where each field is updated (product of per-axis masks), and its ghosts.
-        self.field_live = {}
-        self.mirrors = {}
-        for name in self.stag:
-            mask = np.ones(g.padded_shape)
-            for d in range(nd):
-                mask = mask * kinds.live_axis(g, name, d).reshape(axis_shape(d)[1:])
-            self.field_live[name] = self._asarray(mask[None])
-            mirrors = []
-            for d in range(nd):
-                mirror, ghost = g.ghost_mirror(d, half=d in self.stag[name])
-                if ghost.any() and kinds.mirrored(g, name, d):
-                    mirrors.append((d, self._asarray(mirror, xp.int64),
-                                    self._asarray(ghost.reshape(axis_shape(d)))))  # fmt: skip
-            self.mirrors[name] = mirrors
+        super()._setup()
         # Surface rows of each free face (for the surface moduli).
         self.surface = []
         for d in range(nd):
@@ -102,38 +83,24 @@ class EagerElastic(EagerBase):
             if g.free_surface[2 * d + 1]:
                 row[g.lo(d) + g.model_shape[d] - 1] = 1.0
             if row.any():
-                self.surface.append((d, self._asarray(row.reshape(axis_shape(d)[1:]))))
+                self.surface.append((d, self._asarray(row.reshape(self._axis_shape(d)[1:]))))
         self.surface_weights = [
             {fw: self._reduced_weights(d, fw) for fw in (True, False)} for d in range(nd)
         ]
-        # Index maps of the next node along each axis (edge repeated), for averages.
-        self.next = [
-            self._asarray(np.minimum(np.arange(n) + 1, n - 1), xp.int64) for n in g.padded_shape
-        ]
-        self._setup_points()
 
     def _reduced_weights(self, d: int, forward: bool) -> list | None:
         """Per-cell weights of a velocity's difference along ``d`` near free surfaces.
 
-        A velocity is zero beyond a free surface (not an image), so a stencil
-        that reaches there drops to the highest order whose taps stay on this
-        side: order ``2 m`` with ``m`` the taps available (none on the surface
-        row, whose normal derivative the surface condition replaces).  None
+        Order ``2 m`` with ``m`` the taps of :func:`kinds.stencil_taps`; None
         when axis ``d`` has no free surface.
         """
         g = self.geom
-        lo, hi = g.free_surface[2 * d], g.free_surface[2 * d + 1]
-        if not (lo or hi):
+        if not (g.free_surface[2 * d] or g.free_surface[2 * d + 1]):
             return None
         h, n = g.halo, g.padded_shape[d]
         big = g.order // 2
-        p = np.arange(h, n - h)  # result cells (padded index)
-        m = np.full(p.shape, big)
-        if lo:  # the first valid velocity index is h
-            m = np.minimum(m, p - h + 1 if forward else p - h)
-        if hi:  # the last valid velocity index is S (nodes) or S - 1 (half nodes)
-            m = np.minimum(m, (n - 1 - h) - p)
-        w = np.zeros((big, len(p)))
+        m = kinds.stencil_taps(g, d, forward)[h : n - h]  # result cells
+        w = np.zeros((big, len(m)))
         for mm in range(1, big + 1):
             c = [float(x) for x in _fd.staggered_first_derivative(2 * mm)]
             w[: len(c), m == mm] = np.array(c)[:, None]
@@ -146,23 +113,30 @@ class EagerElastic(EagerBase):
         src_kinds = self.options.get("source_kind") or ("fz",) * g.n_src
         rec_kinds = self.options.get("receiver_kind") or ("vz",) * g.n_rec
 
-        def valid(name: str, d: int) -> np.ndarray:
-            return kinds.valid_axis(g, name, d)
-
+        valid = self.valid
         src = kinds.node_terms(g, g.src_loc, src_kinds, kinds.source_kinds(g.ndim), valid)
         # A stress-kind source's scale dt / dV is a constant: fold it into the weights.
         scale = g.dt / self.dv
         src = [t if t.field.startswith("v") else replace(t, weight=t.weight * scale) for t in src]
         self.src_v = self.point_terms([t for t in src if t.field.startswith("v")], g.n_src)
         self.src_s = self.point_terms([t for t in src if t.field.startswith("s")], g.n_src)
-        rec = kinds.node_terms(g, g.rec_loc, rec_kinds, kinds.receiver_kinds(g.ndim), valid)
+        table = dict(kinds.receiver_kinds(g.ndim), **{kinds.FIBRE: kinds.Kind(kinds.FIBRE, ())})
+        rec = kinds.node_terms(g, g.rec_loc, rec_kinds, table, valid)  # strain kinds: no terms
+        gauge, fibre = self.options.get("gauge_length"), self.options.get("fibre")
+        if any(k.startswith("e") for k in rec_kinds):
+            rec += das.kind_terms(g, rec_kinds, gauge)
+        if fibre is not None:
+            rec += das.fibre_terms(g, fibre, rec_kinds.index(kinds.FIBRE), gauge)
         self.rec_terms = self.point_terms(rec, g.n_rec)
+        # Columns integrated in time (quantity="strain"), as a (1, n_rec, 1) mask.
+        integrate = [self.options.get("quantity") == "strain" and kinds.is_strain(k)
+                     for k in rec_kinds]  # fmt: skip
+        self.integrate = (
+            self._asarray(np.asarray(integrate, dtype=np.float64).reshape(1, -1, 1))
+            if any(integrate) else None
+        )  # fmt: skip
 
     # -- models -----------------------------------------------------------------------
-    def _shift(self, m: Any, d: int) -> Any:
-        """``m`` at the next node along axis ``d`` (edge repeated); ``m`` has no shot axis."""
-        return self.xp.take(m, self.next[d], axis=d)
-
     def coefficients(self, vp: Any, vs: Any, rho: Any) -> dict[str, Any]:
         """Differentiable coefficients on the padded grid (no shot axis), ``dt`` folded in.
 
@@ -206,73 +180,13 @@ class EagerElastic(EagerBase):
         src = {v: bv / self.dv for v, bv in b.items()}
         return {"b": b, "C": c, "mu": mus, "src": src}
 
-    # -- state ------------------------------------------------------------------------
-    def memory_keys(self) -> list[tuple[str, str, int]]:
-        """(memory variable, field, axis) of every C-PML-stretched derivative."""
-        return kinds.memory_variables(self.geom.ndim)
-
-    def initial_state(self) -> dict[str, Any]:
-        """Zero fields (padded) and C-PML memory variables (interior)."""
-        g = self.geom
-        state = {name: self.field() for name in self.stag}
-        inner = (g.n_shots, *(n - 2 * g.halo for n in g.padded_shape))
-        state.update({key: self.zeros(inner) for key, _, _ in self.memory_keys()})
-        return state
-
-    def final_state(self, state: dict[str, Any]) -> dict[str, Any]:
-        """Return ``state`` with every array on the padded grid."""
-        keys = {k for k, _, _ in self.memory_keys()}
-        return {k: self._pad(x) if k in keys else x for k, x in state.items()}
-
-    def load_state(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """Return the state of step 0 from a result's ``state`` (a restart)."""
-        keys = {k for k, _, _ in self.memory_keys()}
-        return {
-            k: self._interior(fields[k]) + 0 if k in keys else self.xp.asarray(fields[k], copy=True)
-            for k in self.initial_state()
-        }
-
-    def callback_fields(self, state: dict[str, Any]) -> dict[str, Any]:
-        """Return the wavefields a callback sees: velocities and stresses, padded."""
-        return {k: state[k] for k in self.stag}
-
     # -- the step ---------------------------------------------------------------------
-    def _dstag(self, f: Any, axis: int, forward: bool, weights: list | None = None) -> Any:
-        """Staggered first difference along ``axis`` (unscaled), on the interior.
-
-        ``forward``: from the nodes to the half nodes, ``sum_k c_k (f[i+k] -
-        f[i-k+1])``; else from the half nodes to the nodes, ``sum_k c_k
-        (f[i+k-1] - f[i-k])``.  ``f`` has a halo along ``axis`` only.
-        ``weights``: per-cell weights ``c_k`` along the axis (one array per
-        ``k``) in place of the constant ones.
-        """
-        h, n = self.geom.halo, f.shape[axis]
-        s = 0 if forward else -1
-        out = None
-        for k, c in enumerate(self.cs if weights is None else weights, start=1):
-            term = c * (_along(f, axis, h + k + s, n - h + k + s)
-                        - _along(f, axis, h - k + 1 + s, n - h - k + 1 + s))  # fmt: skip
-            out = term if out is None else out + term
-        return out
-
     def _stretched(self, f: Any, name: str, d: int, psi: Any) -> tuple[Any, Any]:
         """C-PML-stretched derivative of field ``name`` along axis ``d``: (``D f + psi'``, psi')."""
         forward = d not in self.stag[name]
         # Velocities have no values beyond a free surface: near it, lower orders.
         weights = self.surface_weights[d][forward] if name.startswith("v") else None
-        df = self._dstag(self._interior(f, keep=d + 1), d + 1, forward, weights) * self.rdx[d]
-        a, b = self.prof[d][forward]
-        psi = b * psi + a * df
-        return df + psi, psi
-
-    def _finish(self, state: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-        """Hold the cells that are never updated at zero, then fill the stress images."""
-        for name in names:
-            u = state[name] * self.field_live[name]
-            for d, mirror, ghost in self.mirrors[name]:
-                u = u - ghost * self.xp.take(u, mirror, axis=d + 1)
-            state[name] = u
-        return state
+        return self._stretch(f, name, d, psi, weights)
 
     def update_velocities(self, state: dict[str, Any], coeffs: Any, amp_t: Any) -> dict:
         """Phase 1: ``v^{n+1/2}`` from ``s^n`` and the force sources of step n."""
@@ -318,12 +232,24 @@ class EagerElastic(EagerBase):
             new = inject_terms(xp, new, self.src_s, amp_t)
         return self._finish(new, kinds.stresses(nd))
 
-    def sample(self, state: dict[str, Any]) -> Any:
-        """Receiver samples (n_shots, n_rec): velocities at (t + 1/2) dt, stresses at t dt."""
-        g = self.geom
-        if not g.n_rec:
-            return None
-        return sample_terms(self.xp, state, self.rec_terms, g.n_shots, g.n_rec)
+    def finish_records(self, records: Any) -> Any:
+        """Receivers ``(n_shots, n_rec, nt)`` from the samples: strain where asked.
+
+        ``quantity="strain"``: the strain-rate columns become strain, the
+        exclusive cumulative sum times ``dt``, ``strain[t] = dt sum_{k<t}
+        rate[k]``: sample ``t`` is time ``t dt`` (the rates are at ``(k + 1/2)
+        dt``: the midpoint rule, the stresses' own time integration), and
+        ``strain[0] = 0``.  Linear, so autodiff gives its exact adjoint.
+        """
+        if self.integrate is None:
+            return records
+        rate = records[..., :-1] * self.geom.dt
+        summed = self.xp.cumulative_sum(rate, axis=-1, include_initial=True)
+        return records + self.integrate * (summed - records)
+
+    def stack_records(self, records: list[Any]) -> Any:
+        """Receiver data (n_shots, n_rec, nt), with :meth:`finish_records` applied."""
+        return self.finish_records(super().stack_records(records))
 
     def run(
         self,

@@ -14,16 +14,14 @@ Shear stresses are named with their axes in alphabetical order (``sxz``,
 Every source and receiver kind is a weighted point operator
 (:mod:`sweep._points`) at a node of the model grid: a staggered field is
 interpolated onto the node (weights 1/2 along each staggered axis), and a
-source spreads its amplitude with the same weights (the transpose).  New
-kinds (strain rates and their gauge-length averages for DAS, moment tensors)
-are new rows of weights here: the strain rate ``exx`` at a node differences
-the two ``vx`` around it (weights -1/dx and +1/dx where ``vx`` is averaged
-with 1/2 and 1/2), and a gauge length adds such terms along the fibre.
+source spreads its amplitude with the same weights (the transpose).  The
+strain-rate kinds of DAS (``exx``, ``exz``, ...) and fibre channels are rows
+of weights too, over the velocities (:mod:`.das`): the staggered differences
+of the update itself, interpolated onto the node, and averaged over a gauge.
 """
 
 from __future__ import annotations
 
-import difflib
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from ..._grid import Geometry
-from ..._points import PointTerms, group_terms
+from ..._points import PointTerms
+from ..._points import node_terms as _node_terms
+from ..._staggered import check_point_kinds
 
 AXES = {2: ("z", "x"), 3: ("z", "y", "x")}
 
@@ -45,6 +45,11 @@ def velocity(axis: str) -> str:
 def stress(a: str, b: str) -> str:
     """Name of the stress component ``s_ab`` (axes in alphabetical order)."""
     return "s" + "".join(sorted(a + b))
+
+
+def strain(a: str, b: str) -> str:
+    """Name of the strain-rate component ``e_ab`` (axes in alphabetical order)."""
+    return "e" + "".join(sorted(a + b))
 
 
 def fields(ndim: int) -> dict[str, frozenset[int]]:
@@ -123,15 +128,29 @@ def receiver_kinds(ndim: int) -> dict[str, Kind]:
     for a, b in itertools.combinations_with_replacement(names, 2):
         n = stress(a, b)
         out[n] = Kind(n, ((n, 1.0),), units="Pa")
+    # Strain rates: rows of weights over the velocities, built by .das (no terms here).
+    for a, b in itertools.combinations_with_replacement(names, 2):
+        n = strain(a, b)
+        out[n] = Kind(n, (), units="1/s (quantity='strain': dimensionless)")
     return out
 
 
+def is_strain(kind: str) -> bool:
+    """Whether receiver kind ``kind`` is a strain rate (``e..``) or a fibre channel."""
+    return kind.startswith("e") or kind == FIBRE
+
+
+# The receiver kind of the columns a fibre adds (internal: not a user kind).
+FIBRE = "fibre"
+
+
 def _aliases(ndim: int) -> dict[str, str]:
-    """Map the reversed spellings of shear stresses (``szx``) to their names (``sxz``)."""
+    """Map reversed spellings of shear stresses and strain rates (``szx``) to their names."""
     return {
-        "s" + b + a: stress(a, b)
+        p + b + a: p + "".join(sorted(a + b))
+        for p in "se"
         for a, b in itertools.permutations(AXES[ndim], 2)
-        if "s" + b + a != stress(a, b)
+        if b > a
     }
 
 
@@ -150,39 +169,30 @@ def check_kinds(value: Any, count: int, ndim: int, role: str, default: str) -> t
     """
     table = source_kinds(ndim) if role == "source" else receiver_kinds(ndim)
     other = source_kinds(5 - ndim) if role == "source" else receiver_kinds(5 - ndim)
-    aliases = _aliases(ndim)
-    arg = f"{role}_kind"
-    if value is None:
-        value = default
-    if isinstance(value, str):
-        kinds = [value] * count
-    elif isinstance(value, Sequence) and all(isinstance(k, str) for k in value):
-        kinds = list(value)
-        if len(kinds) != count:
-            raise ValueError(
-                f"{arg} has {len(kinds)} entries but there are {count} {role}s per shot; "
-                f"give one kind for all or one per {role}"
-            )
-    else:
-        raise TypeError(f"{arg} must be a string or a sequence of strings, got {value!r}")
-    out = []
-    for k in kinds:
-        k = aliases.get(k, k)
-        if k in table:
-            out.append(k)
-            continue
-        if k in other:
-            raise ValueError(
-                f"{arg} {k!r} does not exist in {ndim}D (the axes are "
-                f"{', '.join(AXES[ndim])}); choose from {', '.join(repr(c) for c in table)}"
-            )
-        close = difflib.get_close_matches(k, list(table), n=1, cutoff=0.5)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
-            f"unknown {arg} {k!r}{hint} ({role} kinds in {ndim}D: "
-            f"{', '.join(repr(c) for c in table)})"
-        )
-    return tuple(out)
+    why = f"does not exist in {ndim}D (the axes are {', '.join(AXES[ndim])})"
+    return check_point_kinds(
+        value, count, f"{role}_kind", role, list(table), default, aliases=_aliases(ndim),
+        elsewhere={k: why for k in other if k not in table},
+    )  # fmt: skip
+
+
+def stencil_taps(geom: Geometry, d: int, forward: bool) -> np.ndarray:
+    """Taps ``m`` of a velocity's staggered difference along ``d`` at each padded index.
+
+    A velocity is zero beyond a free surface (not an image), so a stencil
+    that reaches there drops to the highest order whose taps stay on this
+    side: order ``2 m`` with ``m`` the taps available (none, ``m = 0``, for the
+    normal derivative on the surface row, which the surface condition
+    replaces).  ``forward``: from the nodes to the half nodes.
+    """
+    h, n = geom.halo, geom.padded_shape[d]
+    p = np.arange(n)
+    m = np.full(n, geom.order // 2)
+    if geom.free_surface[2 * d]:  # the first valid velocity index is h
+        m = np.minimum(m, p - h + 1 if forward else p - h)
+    if geom.free_surface[2 * d + 1]:  # the last: S (nodes) or S - 1 (half nodes)
+        m = np.minimum(m, (n - 1 - h) - p)
+    return np.maximum(m, 0)
 
 
 def mirrored(geom: Geometry, name: str, d: int) -> bool:
@@ -194,50 +204,6 @@ def mirrored(geom: Geometry, name: str, d: int) -> bool:
     return name.startswith("s") and AXES[geom.ndim][d] in name[1:]
 
 
-def live_axis(geom: Geometry, name: str, d: int) -> np.ndarray:
-    """1.0 where field ``name`` is updated along axis ``d`` (padded), else 0.0.
-
-    Not the halo, and for a field staggered along ``d`` not the last index
-    before the high halo either (position ``n - h - 1/2``, outside the last
-    node), so that both ends of the axis are mirror images of each other; on
-    a free surface, not the normal stress of the surface row (held at zero)
-    nor the cells of fields staggered across the surface that lie beyond it
-    (velocities there stay zero, shear stresses are mirror images: see
-    :meth:`Geometry.ghost_mirror`).
-    """
-    h, n = geom.halo, geom.padded_shape[d]
-    live = np.zeros(n)
-    live[h : n - h] = 1.0
-    axis = AXES[geom.ndim][d]
-    staggered = d in fields(geom.ndim)[name]
-    surface_row = name == stress(axis, axis)
-    if geom.free_surface[2 * d] and surface_row:
-        live[h] = 0.0
-    if staggered or (geom.free_surface[2 * d + 1] and surface_row):
-        live[n - 1 - h] = 0.0
-    return live
-
-
-def valid_axis(geom: Geometry, name: str, d: int) -> np.ndarray:
-    """1.0 where field ``name`` holds a value along axis ``d``, else 0.0.
-
-    The cells it updates (:func:`live_axis`) and, for a stress mirrored across
-    a free surface of axis ``d``, also its surface row (held at zero) and its
-    odd images beyond; receivers may read those, not the zero halo nor the
-    velocities beyond a surface.
-    """
-    live = live_axis(geom, name, d)
-    if not mirrored(geom, name, d):
-        return live
-    staggered = d in fields(geom.ndim)[name]
-    ghost = geom.ghost_mirror(d, half=staggered)[1]
-    h, n = geom.halo, geom.padded_shape[d]
-    if not staggered:  # the held surface rows
-        ghost[h] |= geom.free_surface[2 * d]
-        ghost[n - 1 - h] |= geom.free_surface[2 * d + 1]
-    return np.maximum(live, ghost)
-
-
 def node_terms(
     geom: Geometry,
     loc: np.ndarray,
@@ -245,28 +211,6 @@ def node_terms(
     table: dict[str, Kind],
     valid: Callable[[str, int], np.ndarray],
 ) -> list[PointTerms]:
-    """Weighted point operators of ``kinds`` (one per column) at model nodes ``loc``.
-
-    ``loc`` has shape ``(n_shots, n_columns, ndim)``.  A field staggered along
-    an axis is interpolated onto the node from the cells at ``i - 1/2`` and
-    ``i + 1/2`` (indices ``i - 1`` and ``i``, weight 1/2 each); cells where the
-    field holds no value (``valid`` is 0 along an axis: the halo, velocities
-    beyond a free surface; a stress's mirror image there is valid) are dropped
-    and the remaining weights of that field renormalised.
-    """
-    stag = fields(geom.ndim)
-    rows = []
-    strides = geom.strides
-    for shot in range(loc.shape[0]):
-        for col, kind in enumerate(kinds):
-            node = [int(loc[shot, col, d]) + geom.lo(d) for d in range(geom.ndim)]
-            for name, w in table[kind].terms:
-                offsets = [(-1, 0) if d in stag[name] else (0,) for d in range(geom.ndim)]
-                cells = []
-                for off in itertools.product(*offsets):
-                    idx = [node[d] + off[d] for d in range(geom.ndim)]
-                    if all(valid(name, d)[idx[d]] for d in range(geom.ndim)):
-                        cells.append(sum(i * s for i, s in zip(idx, strides, strict=True)))
-                for cell in cells:
-                    rows.append((shot, col, name, cell, w / len(cells)))
-    return group_terms(rows)
+    """Weighted point operators of ``kinds`` at model nodes (:func:`sweep._points.node_terms`)."""
+    terms = {k: table[k].terms for k in kinds}
+    return _node_terms(geom, loc, kinds, terms, fields(geom.ndim), valid)

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..._api import eager_vjp
+from ... import _callbacks, _memory, equations
+from ... import _validate as val
+from ..._api import check_cotangent, eager_vjp
 from ..._grid import Geometry
 from ..._setup import Call, Speeds, prepare
-from . import kinds
+from ..._xp import from_kernel_array, kernel_array
+from . import das, kinds
 from .eager import EagerElastic
 
 __all__ = ["ElasticResult", "elastic"]
@@ -29,19 +33,21 @@ class ElasticResult:
     Attributes
     ----------
     receivers : array, shape (n_shots, n_receivers, nt)
-        Samples of each receiver's kind; sample ``t`` of a velocity kind is
-        time ``(t + 1/2) dt``, of a stress kind (and ``"p"``) time ``t dt``.
+        Samples of each receiver's kind; sample ``t`` of a velocity or
+        strain-rate kind is time ``(t + 1/2) dt``, of a stress kind (and
+        ``"p"``, and strain) time ``t dt``.  A fibre's channels follow the
+        receivers of ``receiver_locations``.
     wavefield : array, shape (n_shots, *model_shape)
         The vertical particle velocity ``vz`` at time ``(nt - 1/2) dt`` on the
         model's cells (each value at its staggered position ``i + 1/2``).
     impl : str
-        ``"eager"`` (no compiled kernels yet).
+        The implementation that ran, ``"c"`` or ``"eager"``.
     state : dict
         Final padded fields: velocities ``vz``, ``vx`` (``vy``), stresses
         ``szz``, ``sxx``, ``sxz`` (...), and the C-PML memory variables
         ``m_<field>_<axis>``; a restart's ``initial_state``.
-    memory_plan : None
-        For a uniform interface with the compiled equations.
+    memory_plan : MemoryPlan or None
+        What a compiled gradient run kept for its adjoint pass; None otherwise.
     """
 
     receivers: Any
@@ -82,6 +88,9 @@ def _prepare(
     *,
     source_kind: Any = "fz",
     receiver_kind: Any = "vz",
+    gauge_length: Any = None,
+    quantity: Any = "rate",
+    fibre: Any = None,
     **settings: Any,
 ) -> Call:
     """Validate every argument of :func:`elastic` (before any compute)."""
@@ -89,28 +98,64 @@ def _prepare(
     call = prepare(
         {"vp": vp, "vs": vs, "rho": rho},
         {"vp": "positive", "vs": "nonnegative", "rho": "positive"},
-        speeds, equation="elastic", cfl_scheme="staggered", compiled=False,
-        wavefields=_wavefields(ndim) if ndim in (2, 3) else (), n_threads=None,
-        **_NO_MEMORY_OPTIONS, **settings,
+        speeds, equation="elastic", cfl_scheme="staggered", compiled=True,
+        wavefields=_wavefields(ndim) if ndim in (2, 3) else (), **settings,
     )  # fmt: skip
     _check_moduli(vp, vs)
     g = call.geom
+    rec_kinds = kinds.check_kinds(receiver_kind, g.n_rec, g.ndim, "receiver", "vz")
+    if quantity not in QUANTITIES:
+        close = difflib.get_close_matches(str(quantity), QUANTITIES, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"quantity must be 'rate' (strain rate, 1/s) or 'strain' (its time integral) for "
+            f"the strain receivers, got {quantity!r}{hint}"
+        )
+    if quantity == "strain" and fibre is None and not any(map(kinds.is_strain, rec_kinds)):
+        raise ValueError(
+            "quantity='strain' integrates strain-rate receivers (kinds 'e..' or a fibre), but "
+            "there are none; drop quantity or add such receivers"
+        )
+    gauge = das.check_receivers(rec_kinds, g.rec_loc, g.model_shape, g.spacing, gauge_length, fibre)
+    if fibre is not None:  # the channels are receiver columns after receiver_locations
+        nodes = np.broadcast_to(fibre.nodes(g.spacing), (g.n_shots, fibre.n_channels, g.ndim))
+        call.geom = g = replace(g, rec_loc=np.concatenate([g.rec_loc, nodes], axis=1))
+        rec_kinds = (*rec_kinds, *(kinds.FIBRE,) * fibre.n_channels)
+    if call.impl == "c":
+        call.impl = equations.get("elastic").impl_for(
+            settings.get("impl"),
+            {"receiver_kind": rec_kinds, "gauge_length": gauge_length, "quantity": quantity,
+             "fibre": fibre},
+        ) or "c"  # fmt: skip
     call.extra = {
         "source_kind": kinds.check_kinds(source_kind, g.n_src, g.ndim, "source", "fz"),
-        "receiver_kind": kinds.check_kinds(receiver_kind, g.n_rec, g.ndim, "receiver", "vz"),
+        "receiver_kind": rec_kinds,
+        "gauge_length": gauge,
+        "quantity": quantity,
+        "fibre": fibre,
     }
     return call
 
 
-# The compiled gradient's memory keywords, at their defaults (the eager path has none).
-_NO_MEMORY_OPTIONS = {
-    "memory": None,
-    "storage_mode": "auto",
-    "storage_compression": False,
-    "model_gradient_sampling_interval": 1,
-    "storage_bytes_limit_device": None,
-    "storage_bytes_limit_host": None,
-}
+QUANTITIES = ("rate", "strain")
+
+
+def compiled_refusal(settings: dict[str, Any]) -> str | None:
+    """Return why the compiled kernels cannot record these receivers, or None.
+
+    They record single-cell terms; the DAS rows (strain kinds, gauges,
+    fibres, strain) run on the eager path until the kernels take them.
+    """
+    rec = settings.get("receiver_kind", "vz")
+    rec = (rec,) if isinstance(rec, str) else tuple(rec)
+    if (
+        settings.get("fibre") is not None
+        or settings.get("gauge_length") is not None
+        or settings.get("quantity", "rate") == "strain"
+        or any(isinstance(k, str) and kinds.is_strain(k) for k in rec)
+    ):
+        return "its kernels do not record strain-rate (DAS) receivers yet"
+    return None
 
 
 def _wavefields(ndim: int) -> tuple[str, ...]:
@@ -141,6 +186,9 @@ def elastic(
     source_kind: str | Sequence[str] = "fz",
     receiver_locations: Any = None,
     receiver_kind: str | Sequence[str] = "vz",
+    gauge_length: float | None = None,
+    quantity: str = "rate",
+    fibre: das.Fibre | None = None,
     accuracy: int = 4,
     pml_width: int | Sequence[int] = 20,
     free_surface: bool | Sequence[bool] = False,
@@ -148,10 +196,18 @@ def elastic(
     max_vel: float | None = None,
     nt: int | None = None,
     impl: str | None = None,
+    n_threads: int | None = None,
     progress: bool = False,
     forward_callback: Any = None,
+    backward_callback: Any = None,
     callback_frequency: int = 1,
     initial_state: dict[str, Any] | None = None,
+    memory: Any = None,
+    storage_mode: str = "auto",
+    storage_compression: bool | str = False,
+    model_gradient_sampling_interval: int = 1,
+    storage_bytes_limit_device: int | None = None,
+    storage_bytes_limit_host: int | None = None,
 ) -> ElasticResult:
     """Propagate waves through an isotropic elastic model (velocity-stress, staggered grid).
 
@@ -192,20 +248,45 @@ def elastic(
         One kind for every receiver, or one per receiver: ``"vz"``, ``"vx"``
         (``"vy"``) in m/s; ``"p"``, the pressure ``-mean(s_aa)`` in Pa; the
         stresses ``"szz"``, ``"sxx"``, ``"sxz"`` (3D also ``"syy"``,
-        ``"syz"``, ``"sxy"``) in Pa.
+        ``"syz"``, ``"sxy"``) in Pa; the strain rates (DAS) ``"ezz"``,
+        ``"exx"``, ``"exz"`` (3D also ``"eyy"``, ``"eyz"``, ``"exy"``), the
+        symmetric velocity gradient ``e_ab = (d_a v_b + d_b v_a) / 2`` in 1/s
+        (``docs/elastic.md``, section DAS).
+    gauge_length : float or None
+        Metres.  None: point strain rates.  Otherwise the normal strain rates
+        ``"e<a><a>"`` and the fibre's channels are averaged over the gauge
+        centred on each receiver along the fibre (for ``"exx"``, along x);
+        at least one cell, at most the fibre's length.
+    quantity : {"rate", "strain"}
+        ``"strain"``: the strain receivers (kinds ``e..`` and the fibre's
+        channels) record strain instead, ``dt`` times the cumulative sum of
+        the strain rate (sample ``t`` is time ``t dt``, sample 0 is 0).
+    fibre : sweep.das.Fibre or None
+        A fibre whose channels are appended to the receivers (columns after
+        those of ``receiver_locations``, the same for every shot); each
+        reads its axial (or helical) strain rate.
     accuracy, pml_width, free_surface, pml_freq, max_vel, nt, progress,
     forward_callback, callback_frequency, initial_state
         As in :func:`sweep.acoustic` (``max_vel`` and ``pml_freq`` refer to
         ``vp``; a free face's outermost row of nodes is the surface).
-    impl : {None, "auto", "eager"}
-        Elastic runs the eager Array-API code; ``"c"`` raises until its
-        kernels exist.
+    impl : {None, "auto", "c", "eager"}
+        As in :func:`sweep.acoustic`: ``"c"`` (and the default) the compiled
+        CPU kernels (``cuda/elastic_stencil.h``, with a hand-written adjoint),
+        ``"eager"`` the Array-API code.
+    n_threads, backward_callback, memory, storage_mode, storage_compression,
+    model_gradient_sampling_interval, storage_bytes_limit_device,
+    storage_bytes_limit_host
+        As in :func:`sweep.acoustic` (compiled path).  A snapshot of the
+        compiled gradient holds one value per field and cell (5 in 2D, 9 in
+        3D); full storage and checkpointing (no boundary saving yet).
 
     Returns
     -------
     ElasticResult
     """
     call = _prepare(**locals())  # every parameter of this function, by name
+    if call.impl == "c":
+        return _run_compiled(call, gradient=False)[0]
     engine = EagerElastic.build(call.geom, vp, **call.extra)
     receivers, state = engine.run(
         vp, vs, rho, call.amp, call.progress, call.callbacks, call.initial_state
@@ -220,13 +301,116 @@ def _elastic_vjp(
     args = inspect.signature(elastic).bind(vp, vs, rho, grid_spacing, dt, **kwargs)
     args.apply_defaults()
     call = _prepare(**args.arguments)
+    if call.impl == "c":
+        return _compiled_vjp(call)
     engine = EagerElastic.build(call.geom, vp, **call.extra)
 
     def run(models: tuple, amp: Any) -> tuple[Any, Any]:
         return engine.run(*models, amp, call.progress, call.callbacks, call.initial_state)
 
-    receivers, state, pullback = eager_vjp(call.models, call.amp, run, "elastic", compiled=False)
+    receivers, state, pullback = eager_vjp(call.models, call.amp, run, "elastic", compiled=True)
     return _result(call, receivers, state), pullback
 
 
+def _point_kinds(call: Call) -> dict[str, Any]:
+    """Return the source and receiver kinds of a compiled run (single-cell terms, no DAS)."""
+    return {k: call.extra[k] for k in ("source_kind", "receiver_kind")}
+
+
+def _run_compiled(call: Call, *, gradient: bool) -> tuple[ElasticResult, Any]:
+    """Run the compiled forward pass (with a tape for the adjoint when ``gradient``).
+
+    Returns the result and ``(engine, tape, models)`` (models as NumPy arrays
+    of the compute dtype).
+    """
+    from .compiled import CompiledElastic
+
+    g = call.geom
+    like = call.models["vp"]
+    dtype = val.dtype_name(like)
+    models = [kernel_array(call.models[k], dtype, name=k) for k in ("vp", "vs", "rho")]
+    if not isinstance(models[0], np.ndarray):
+        raise ValueError("elastic impl='c' runs on the CPU: pass host arrays or use impl='eager'")
+    engine = CompiledElastic(g, np, models[0].dtype, call.n_threads or 0, **_point_kinds(call))
+    amp = None
+    if call.amp is not None and g.n_src:
+        a = engine.kernel_input(call.amp, name="source_amplitudes")
+        amp = np.ascontiguousarray(np.einsum("sck,sct->skt", engine.src_w, a), dtype=engine.dtype)
+    coeffs = engine.kernel_coefficients(*models)
+    plan = _memory.plan(engine, call.memory) if gradient else None
+
+    def restart(state: Any) -> None:
+        state.load_from(call.initial_state)
+
+    def fields(state: Any) -> dict[str, Any]:
+        return engine.state_dict(state, like, memory=False)
+
+    event = _callbacks.forward_event(call.callbacks, g, call.models or {}, fields)
+    stepper = _callbacks.wrap(engine, call.callbacks, forward=event)
+    initial = None if call.initial_state is None else restart
+    rec_terms, final, tape = _memory.forward(stepper, coeffs, amp, plan, call.progress, initial)
+    receivers = np.einsum("sck,skt->sct", engine.rec_w, rec_terms).astype(engine.dtype)
+    result = _result(call, from_kernel_array(receivers, like), engine.state_dict(final, like))
+    result.memory_plan = plan
+    return result, (engine, tape, models)
+
+
+def _compiled_vjp(call: Call) -> tuple[ElasticResult, Callable[[Any], dict[str, Any]]]:
+    """Run the compiled forward pass; return it and the pullback of the hand-written adjoint."""
+    from .compiled import model_gradients
+
+    result, (engine, tape, models) = _run_compiled(call, gradient=True)
+    like, g = call.models["vp"], call.geom
+    shape, dtype = tuple(result.receivers.shape), val.dtype_name(result.receivers)
+    source = call.amp is not None
+
+    def pullback(d_receivers: Any) -> dict[str, Any]:
+        check_cotangent(d_receivers, shape, dtype)
+        d = engine.kernel_input(d_receivers, name="the receiver cotangent")
+        d_terms = np.ascontiguousarray(np.einsum("sck,sct->skt", engine.rec_w, d),
+                                       dtype=engine.dtype)  # fmt: skip
+
+        def fields(adj: Any) -> dict[str, Any]:
+            return engine.state_dict(adj, like, memory=False)
+
+        def so_far(adj: Any) -> dict[str, Any]:
+            k = tape.plan.interval
+            g = tuple(x * k for x in engine.finish_gradient(adj, tape.coeffs))
+            grads = model_gradients(engine, g, *models)
+            return {name: from_kernel_array(x, like) for name, x in grads.items()}
+
+        event = _callbacks.backward_event(call.callbacks, g, call.models, fields, so_far)
+        stepper = _callbacks.wrap(engine, call.callbacks, backward=event)
+        g_model, g_src = _memory.backward(
+            stepper, tape, d_terms, model=True, source=source and g.n_src > 0,
+            progress=call.progress,
+        )  # fmt: skip
+        grads = {} if g_model is None else dict(model_gradients(engine, g_model, *models))
+        if source:
+            if call.geom.n_src:
+                g_amp = np.einsum("sck,skt->sct", engine.src_w, g_src).astype(engine.dtype)
+            else:
+                g_amp = np.zeros(tuple(call.amp.shape), dtype=engine.dtype)
+            grads["source_amplitudes"] = g_amp
+        return {name: from_kernel_array(x, like) for name, x in grads.items()}
+
+    pullback.release = tape.close  # type: ignore[attr-defined]
+    return result, pullback
+
+
+def _estimate_memory(*args: Any, **kwargs: Any) -> _memory.MemoryEstimate:
+    """:func:`sweep.estimate_memory` of a :func:`sweep.elastic` call."""
+    from ..._api import memory_estimate_of
+    from .compiled import CompiledElastic
+
+    def stepper(geom: Geometry, xp: Any, dtype: Any) -> CompiledElastic:
+        bound = inspect.signature(elastic).bind(*args, **kwargs)
+        bound.apply_defaults()
+        call = _prepare(**bound.arguments)
+        return CompiledElastic(geom, xp, dtype, **_point_kinds(call))
+
+    return memory_estimate_of(elastic, _prepare, stepper, args, kwargs, eager_states=6)
+
+
 elastic.__sweep_vjp__ = _elastic_vjp  # type: ignore[attr-defined]
+elastic.__sweep_memory__ = _estimate_memory  # type: ignore[attr-defined]

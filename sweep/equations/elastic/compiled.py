@@ -1,0 +1,411 @@
+"""Elastic on the compiled kernels: the stepper, its point terms and the model gradients.
+
+The kernels (``cuda/elastic_stencil.h``, C/OpenMP through ``sweep._C.elastic_run``)
+step the velocity-stress fields in place, two phases per step, with the
+order a run-time value.  Their coefficients are the eager reference's
+(:meth:`EagerElastic.coefficients`: ``dt b_a``, ``dt C_ij``, ``dt mu_ab``)
+times the live mask of the field each updates, so the two paths run the same
+discrete operator.  Sources and receivers reach the kernels as single-cell
+terms (:func:`point_terms`): every kind's weighted point operator
+(:mod:`sweep._points`) is expanded here into one column per term, with the
+field encoded in the index (``field * shot_stride + cell``); the amplitudes
+of the terms are a weighted gather of the caller's columns and the receivers
+a weighted sum of the terms, both differentiable by their transposes.  New
+kinds (DAS strain rates) are new weights in :mod:`.kinds`, not kernel code.
+
+A snapshot holds one value per field and cell (``sum_b D_ab`` per velocity,
+``D_jj`` per normal stress, ``D_ab + D_ba`` per shear stress): the factors of
+every coefficient's gradient.  Full storage and checkpointing; not
+reversible (no boundary saving yet).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..._compiled import CompiledStepper, _Fields
+from ..._grid import Geometry
+from ..._params import ELASTIC_FIELDS
+from ..._stepper import ForwardState
+from . import kinds
+from .eager import EagerElastic
+
+_GRID = frozenset({"field", "psi", "grad"})
+_WRITES = {
+    False: frozenset({"field", "psi", "rec", "store"}),
+    True: frozenset({"field", "psi", "grad", "grad_src"}),
+}
+
+
+def memory_slots(ndim: int) -> list[tuple[str, int, int]]:
+    """(state key, field index, kernel axis) of every C-PML memory variable."""
+    names = list(kinds.fields(ndim))
+    return [(key, names.index(field), 3 - ndim + d) for key, field, d in
+            kinds.memory_variables(ndim)]  # fmt: skip
+
+
+class ElasticState(ForwardState):
+    """The fields (velocities, stresses) and C-PML memory variables of every shot.
+
+    The forward state or, in the same slots, the adjoint's (the kernels
+    update both in place, so nothing rotates).
+    """
+
+    def __init__(self, engine: CompiledElastic, slot: int = 0) -> None:
+        nd = engine.geom.ndim
+        self.fields = [engine.field(slot + k) for k in range(len(kinds.fields(nd)))]
+        slot += len(self.fields)
+        self.psi = {
+            (k, ax): engine.field(slot + i) for i, (_, k, ax) in enumerate(memory_slots(nd))
+        }
+
+    def parts(self) -> list[Any]:
+        """Return views of every array of the state (a checkpoint holds them all)."""
+        return [*self.fields, *self.psi.values()]
+
+    def load_from(self, given: dict[str, Any]) -> None:
+        """Set this state from a result's ``state`` (a restart)."""
+        from ..._xp import to_host
+
+        nd = len(self.fields)
+        nd = 2 if nd == 5 else 3
+        for name, x in zip(kinds.fields(nd), self.fields, strict=True):
+            x[...] = np.asarray(to_host(given[name]))
+        for key, k, ax in memory_slots(nd):
+            self.psi[(k, ax)][...] = np.asarray(to_host(given[key]))
+
+    def point(self, f: _Fields) -> None:
+        """Point the kernels' field and memory-variable slots at this state."""
+        for k, x in enumerate(self.fields):
+            f.set("field", x, k)
+        for (k, ax), x in self.psi.items():
+            f.set("psi", x, 3 * k + ax)
+
+
+class ElasticAdjoint(ElasticState):
+    """Adjoint fields and memory variables, and the gradient accumulators asked for."""
+
+    def __init__(self, engine: CompiledElastic, *, model: bool, source: bool) -> None:
+        super().__init__(engine, slot=0)
+        n = engine.n_coefficients
+        self.grad = [engine.field(k) for k in range(n)] if model else None
+        g = engine.geom
+        self.grad_src = (
+            engine.zeros(g.n_shots, engine.n_src_terms, g.nt) if source and g.n_src else None
+        )
+
+
+def point_terms(
+    geom: Geometry,
+    loc: np.ndarray,
+    kind_names: tuple[str, ...],
+    table: dict,
+    source: bool,
+    valid: Callable[[str, int], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Single-cell terms of every source or receiver, for the kernels.
+
+    Returns ``idx`` (n_shots, n_terms): ``field * kernel_shot_stride +
+    cell`` (the kernels' layout), and ``weights`` (n_shots, n_columns,
+    n_terms), the weight of each term in each column (zero where a shot has
+    fewer terms: its padding repeats a cell with weight 0).  A source's
+    weights include its scale: ``1 / dV`` of a force (the kernels multiply by
+    ``dt b`` of the cell), ``dt / dV`` of a stress term, as the eager path.
+    ``valid(field, axis)``: where a field holds values along an axis (the
+    eager stepper's, so that both place the terms alike).
+    """
+    nd = geom.ndim
+    names = list(kinds.fields(nd))
+    dv = math.prod(geom.spacing)
+    groups = kinds.node_terms(geom, loc, kind_names, table, valid)
+    rows: list[list[tuple[int, int, int, float]]] = [[] for _ in range(loc.shape[0])]
+    for t in groups:
+        f = names.index(t.field)
+        scale = (1.0 / dv if t.field.startswith("v") else geom.dt / dv) if source else 1.0
+        cells = geom.kernel_index(t.cell)
+        for s, c, cell, w in zip(t.shot, t.column, cells, t.weight, strict=True):
+            rows[int(s)].append((int(c), f, int(cell), float(w) * scale))
+    n_terms = max([len(r) for r in rows] + [1])
+    stride = geom.kernel_shot_stride
+    idx = np.zeros((loc.shape[0], n_terms), dtype=np.int64)
+    weights = np.zeros((loc.shape[0], loc.shape[1], n_terms))
+    for s, r in enumerate(rows):
+        for k, (c, f, cell, w) in enumerate(r):
+            idx[s, k] = f * stride + cell
+            weights[s, c, k] = w
+        if r:
+            idx[s, len(r) :] = idx[s, 0]
+    return idx, weights
+
+
+class CompiledElastic(CompiledStepper):
+    """Runs the elastic kernels on host (NumPy) arrays.
+
+    ``coeffs`` is the list of padded coefficient arrays in the kernels'
+    layout and order (:meth:`kernel_coefficients`).
+    """
+
+    name = "elastic"
+    reversible = False
+    fields = ELASTIC_FIELDS
+    grid_fields = _GRID
+    model_fields = frozenset({"coef"})
+    writes = _WRITES
+
+    def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0, *,
+                 source_kind: tuple[str, ...], receiver_kind: tuple[str, ...]) -> None:  # fmt: skip
+        super().__init__(geom, xp, dtype, n_threads)
+        nd = geom.ndim
+        like = np.zeros(geom.model_shape, dtype=self.dtype)
+        self.eager = EagerElastic.build(
+            geom, like, source_kind=source_kind, receiver_kind=receiver_kind
+        )
+        self.n_fields = len(kinds.fields(nd))
+        self.n_coefficients = nd + nd * nd + (1 if nd == 2 else 3)
+        self.src_idx, self.src_w = point_terms(
+            geom, geom.src_loc, source_kind, kinds.source_kinds(nd), True, self.eager.valid
+        )
+        self.rec_idx, self.rec_w = point_terms(
+            geom, geom.rec_loc, receiver_kind, kinds.receiver_kinds(nd), False, self.eager.valid
+        )
+        self.kinds = {"source_kind": source_kind, "receiver_kind": receiver_kind}
+        self.n_src_terms = self.src_idx.shape[1] if geom.n_src else 0
+        self.n_rec_terms = self.rec_idx.shape[1] if geom.n_rec else 0
+
+    # -- facts the memory strategies use --------------------------------------
+    @property
+    def snapshot_values(self) -> int:  # type: ignore[override]
+        """Values per cell of a snapshot: one per field."""
+        return self.n_fields
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of one checkpoint: every field and memory variable."""
+        return (self.n_fields + len(memory_slots(self.geom.ndim))) * self.field_bytes
+
+    @property
+    def live_state_bytes(self) -> int:
+        """Bytes of one forward state (as a checkpoint)."""
+        return self.state_bytes
+
+    @property
+    def model_gradient_bytes(self) -> int:
+        """Bytes of the per-shot gradient accumulators (one per coefficient)."""
+        return self.n_coefficients * self.field_bytes
+
+    def working_bytes(self, *, gradient: bool) -> int:
+        """Arrays every run allocates besides the strategy's storage (for estimates)."""
+        g = self.geom
+        item = self.dtype.itemsize
+        total = self.state_bytes + self.n_coefficients * g.kernel_shot_stride * item
+        total += g.n_shots * (self.n_rec_terms + g.n_rec) * g.nt * item
+        if gradient:
+            total += self.state_bytes + self.model_gradient_bytes
+            total += g.n_shots * (self.n_src_terms + g.n_src) * g.nt * item
+        return total
+
+    # -- buffers and states ------------------------------------------------------
+    def _layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
+        g = self.geom
+        out = super()._layouts()
+        out.update({
+            "src_amp": ((g.n_shots, self.n_src_terms, g.nt), 0),
+            "grad_src": ((g.n_shots, self.n_src_terms, g.nt), 0),
+            "src_idx": ((g.n_shots, self.n_src_terms), 0),
+            "rec": ((g.n_shots, self.n_rec_terms, g.nt), 0),
+            "rec_idx": ((g.n_shots, self.n_rec_terms), 0),
+            "pml_ah": ((-1,), 0),
+            "pml_bh": ((-1,), 0),
+            "wv": ((g.halo, -1), 0),
+            "ws": ((g.halo,), 0),
+        })  # fmt: skip
+        return out
+
+    def new_state(self) -> ElasticState:
+        """Return zeroed fields and memory variables (step 0)."""
+        return ElasticState(self)
+
+    def new_adjoint(self, *, model: bool, source: bool) -> ElasticAdjoint:
+        """Return zeroed adjoint fields and the gradient accumulators asked for."""
+        return ElasticAdjoint(self, model=model, source=source)
+
+    def new_receivers(self) -> Any:
+        """Return zeroed receiver terms (n_shots, n_terms, nt)."""
+        g = self.geom
+        return self.zeros(g.n_shots, self.n_rec_terms, g.nt)
+
+    def source_gradient(self, adj: ElasticAdjoint) -> Any:
+        """Return the gradient with respect to the source terms' amplitudes."""
+        if adj.grad_src is not None:
+            return adj.grad_src
+        g = self.geom
+        return self.zeros(g.n_shots, self.n_src_terms, g.nt)
+
+    def kernel_coefficients(self, vp: Any, vs: Any, rho: Any) -> list[Any]:
+        """Return the kernels' coefficients from NumPy models (:func:`coefficient_arrays`)."""
+        arrays = coefficient_arrays(self.eager, np, vp, vs, rho)
+        return [self.copy_field(np.asarray(x, dtype=self.dtype), 40 + k)
+                for k, x in enumerate(arrays)]  # fmt: skip
+
+    def state_dict(self, state: ElasticState, like: Any, memory: bool = True) -> dict[str, Any]:
+        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library."""
+        from ..._xp import from_kernel_array
+
+        nd = self.geom.ndim
+        out = {name: from_kernel_array(np.array(x), like)
+               for name, x in zip(kinds.fields(nd), state.fields, strict=True)}  # fmt: skip
+        if memory:
+            for key, k, ax in memory_slots(nd):
+                out[key] = from_kernel_array(np.array(state.psi[(k, ax)]), like)
+        return out
+
+    def finish_gradient(self, adj: ElasticAdjoint, coeffs: Any) -> tuple[Any, ...]:
+        """Return the gradients with respect to the kernels' coefficients, summed over shots."""
+        return tuple(np.ascontiguousarray(x.sum(axis=0)) for x in adj.grad)
+
+    # -- the hooks of CompiledStepper -----------------------------------------------
+    @property
+    def _constants(self) -> dict[str, Any]:  # type: ignore[override]
+        """Arrays and parameters every kernel call passes (the point terms' counts and indices)."""
+        return self._elastic_constants
+
+    @functools.cached_property
+    def _elastic_constants(self) -> dict[str, Any]:
+        g, dt = self.geom, self.dtype
+        p = g.params()
+        p["n_src"], p["n_rec"] = self.n_src_terms, self.n_rec_terms
+
+        def profiles(per_axis: Any) -> list[tuple[Any, Any]]:
+            return [
+                (self.kernel_input(a.astype(dt), name="CPML profile"),
+                 self.kernel_input(b.astype(dt), name="CPML profile"))
+                for a, b in per_axis
+            ]  # fmt: skip
+
+        def index(x: np.ndarray, n: int, name: str) -> Any:
+            return self.kernel_input(x, name=name, dtype=np.int64) if n else None
+
+        weights = velocity_weights(self.eager, dt)
+        return {
+            "params": p,
+            "pml": profiles(g.pml_profiles),
+            "pml_half": profiles(g.pml_profiles_half),
+            "wv": [[self.kernel_input(w, name="weights") for w in per] for per in weights],
+            "ws": self.kernel_input(np.array(self.eager.cs[: g.halo], dtype=dt), name="ws"),
+            "src_idx": index(self.src_idx, g.n_src, "source_locations"),
+            "rec_idx": index(self.rec_idx, g.n_rec, "receiver_locations"),
+            "rec_groups": None,
+        }
+
+    def _set_coefficients(self, f: _Fields, coeffs: list[Any], *, adjoint: bool) -> None:
+        c = self._constants
+        for k, x in enumerate(coeffs):
+            f.set("coef", x, k)
+        for ax, (a, b) in zip(self.axes, c["pml_half"], strict=True):
+            f.set("pml_ah", a, ax)
+            f.set("pml_bh", b, ax)
+        for ax, per in zip(self.axes, c["wv"], strict=True):
+            for fw, w in enumerate(per):
+                f.set("wv", w, 2 * ax + fw)
+        f.set("ws", c["ws"])
+
+    def _forward_state(self, f: _Fields, state: ElasticState) -> None:
+        state.point(f)
+
+    def _swap_forward(self, state: Any, n: int) -> None:
+        pass  # in place
+
+    def _adjoint_state(self, f: _Fields, adj: ElasticAdjoint) -> None:
+        adj.point(f)
+        if adj.grad is not None:
+            for k, x in enumerate(adj.grad):
+                f.set("grad", x, k)
+
+    def _swap_adjoint(self, adj: Any) -> None:
+        pass  # in place
+
+    def _watched(self, state: Any) -> Any:
+        return state.fields[0]
+
+
+def velocity_weights(eager: EagerElastic, dtype: Any) -> list[list[np.ndarray]]:
+    """Per model axis, the (backward, forward) weights of the velocities' differences.
+
+    Arrays (halo, padded length) in tap-major order: the constant staggered
+    weights, and next to a free surface the eager path's lower orders.
+    """
+    g = eager.geom
+    out = []
+    for d in range(g.ndim):
+        per = []
+        for fw in (False, True):
+            w = np.repeat(np.array(eager.cs)[:, None], g.padded_shape[d], axis=1)
+            rows = eager.surface_weights[d][fw]
+            if rows is not None:
+                h = g.halo
+                for k, row in enumerate(rows):
+                    w[k, h : g.padded_shape[d] - h] = np.asarray(row).reshape(-1)
+            per.append(np.ascontiguousarray(w, dtype=dtype))
+        out.append(per)
+    return out
+
+
+def coefficient_arrays(eager: EagerElastic, xp: Any, vp: Any, vs: Any, rho: Any) -> list[Any]:
+    """Return the kernels' coefficients: the eager path's times the live mask of each field.
+
+    In the kernels' order: ``dt b_a`` per velocity, ``dt C_ij`` (row-major),
+    ``dt mu_ab`` per shear stress; padded, without a shot axis.  ``xp`` is
+    the models' array library (NumPy, or torch for the chain rule of the
+    gradients).
+    """
+    g = eager.geom
+    nd = g.ndim
+    c = eager.coefficients(vp, vs, rho)
+    names = list(kinds.fields(nd))
+    axes = kinds.AXES[nd]
+
+    def live(name: str) -> Any:
+        return eager.field_live[name][0]
+
+    out = [c["b"][kinds.velocity(a)] * live(kinds.velocity(a)) for a in axes]
+    for i in range(nd):
+        for j in range(nd):
+            out.append(c["C"][(i, j)] * live(names[nd + i]))
+    for i in range(nd):
+        for j in range(i + 1, nd):
+            s = kinds.stress(axes[i], axes[j])
+            out.append(c["mu"][s] * live(s))
+    return out
+
+
+def model_gradients(
+    engine: CompiledElastic, g: tuple[Any, ...], vp: Any, vs: Any, rho: Any
+) -> dict[str, Any]:
+    """Gradients with respect to ``vp``, ``vs`` and ``rho`` from those w.r.t. the coefficients.
+
+    The chain rule of :func:`coefficient_arrays` (the eager path's averaging,
+    the free-surface moduli, the repetition into the CPML and the halo), by
+    torch autodiff of that function in float64 on the host: a vector-Jacobian
+    product of the model set-up, once per gradient.
+    """
+    import torch
+
+    geom = engine.geom
+    like = torch.zeros(geom.model_shape, dtype=torch.float64)
+    eager = EagerElastic.build(geom, like, **engine.kinds)
+    models = [torch.tensor(np.asarray(m, dtype=np.float64), requires_grad=True)
+              for m in (vp, vs, rho)]  # fmt: skip
+    arrays = coefficient_arrays(eager, torch, *models)
+    total = sum((a * torch.from_numpy(np.asarray(x, dtype=np.float64))).sum()
+                for a, x in zip(arrays, g, strict=True))  # fmt: skip
+    grads = torch.autograd.grad(total, models, allow_unused=True)
+    out = {}
+    for name, m, x in zip(("vp", "vs", "rho"), models, grads, strict=True):
+        x = torch.zeros_like(m) if x is None else x
+        out[name] = x.detach().numpy().astype(engine.dtype)
+    return out

@@ -1,0 +1,402 @@
+/*
+ * The elastic equation's plug-in to the CPU time loops: two phases per step
+ * (cpu_phased.h through cpu_skeleton.h), scalar rows over the point
+ * arithmetic of cuda/elastic_stencil.h, one never-inlined function per CPML
+ * mask for each of the four row kinds, and the points and free-surface
+ * images of each phase.  The order is a run-time value: the unit of
+ * (ndim, dtype) defines the entry points of every order (see the end).
+ *
+ * Sources and receivers are single cells of one field each: the caller
+ * (sweep/equations/elastic/compiled.py) expands every kind into its weighted
+ * terms, one column of src_amp / rec per term, and encodes the field in the
+ * index, field * shot_stride + cell.  Forward: phase V's points add the
+ * force terms (times b of the cell) and record every receiver term (v at
+ * t + 1/2, s at t); phase S's add the stress terms and fill the stress
+ * images behind free surfaces.  Adjoint (phase S's adjoint first): after
+ * phase A the velocity residuals and the force gradients of step t; after
+ * phase B the stress residuals of step t, then the images of step t - 1
+ * folded back onto their cells and the stress-source gradients of step
+ * t - 1 (which read the stresses of step t).  New receiver kinds (DAS strain
+ * rates) are more weighted terms on the Python side: nothing here changes.
+ */
+#include "elastic_cpu.h"
+
+#define SWEEP_EQ_PARAMS sweep_acoustic_params
+#define SWEEP_EQ_FIELDS sweep_elastic_fields
+#include "elastic_stencil.h"
+#include "cpu_rows.h"
+
+typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
+
+/* The pointers of a call; fields, memory variables and gradients of shot 0. */
+static void SWEEP_FN(el_ctx)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                             SWEEP_FN(el_ctx_t) * e) {
+  memset(e, 0, sizeof(*e));
+  for (int k = 0; k < EL_NF; ++k) {
+    e->f[k] = (SWEEP_R *)f->field[k];
+    for (int d = 0; d < 3; ++d) e->m[k][d] = (SWEEP_R *)f->psi[3 * k + d];
+  }
+  for (int k = 0; k < EL_NC; ++k) {
+    e->c[k] = (const SWEEP_R *)f->coef[k];
+    e->g[k] = (SWEEP_R *)f->grad[k];
+  }
+  for (int d = 0; d < 3; ++d) {
+    e->pa[d] = (const SWEEP_R *)f->pml_a[d];
+    e->pb[d] = (const SWEEP_R *)f->pml_b[d];
+    e->pah[d] = (const SWEEP_R *)f->pml_ah[d];
+    e->pbh[d] = (const SWEEP_R *)f->pml_bh[d];
+    e->wv[d][0] = (const SWEEP_R *)f->wv[2 * d];
+    e->wv[d][1] = (const SWEEP_R *)f->wv[2 * d + 1];
+    e->st[d] = p->stride[d];
+    e->n[d] = p->shape[d];
+    e->rdx[d] = (SWEEP_R)p->rdx[d];
+  }
+  e->ws = (const SWEEP_R *)f->ws;
+  e->nh = (int)p->halo;
+}
+
+/* The same pointers offset to the shot at element offset off. */
+static inline SWEEP_FN(el_ctx_t) SWEEP_FN(el_shot)(const SWEEP_FN(el_ctx_t) * base,
+                                                       sweep_int off) {
+  SWEEP_FN(el_ctx_t) e = *base;
+  for (int k = 0; k < EL_NF; ++k) {
+    e.f[k] += off;
+    for (int d = 0; d < 3; ++d)
+      if (e.m[k][d]) e.m[k][d] += off;
+  }
+  for (int k = 0; k < EL_NC; ++k)
+    if (e.g[k]) e.g[k] += off;
+  return e;
+}
+
+/* ---- Rows: cells [x0, x1) of row base = (z, y), one function per mask ---- */
+
+#define EL_ROW_PARAMS                                                                        \
+  const SWEEP_FN(el_ctx_t) * e, SWEEP_R *wrow, const SWEEP_R *st, sweep_int vs, sweep_int base, \
+      sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
+#define EL_ROW_ARGS e, wrow, st, vs, base, z, y, x0, x1
+
+/* The forward cells of one phase (point: el_fwd_v or el_fwd_s), each cell's
+ * snapshot values to wrow + x, pitch apart, when wrow is not NULL. */
+#define EL_FWD_CELLS_(name, point)                                                          \
+  static inline __attribute__((always_inline)) void SWEEP_FN(name)(EL_ROW_PARAMS,          \
+                                                                   const int mask,         \
+                                                                   const int nh) {         \
+    (void)st, (void)vs;                                                                    \
+    const sweep_int pitch = e->n[2];                                                       \
+    if (wrow) {                                                                            \
+      _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
+        const sweep_int c[3] = {z, y, x};                                                  \
+        SWEEP_FN(point)(e, base + x, c, mask, nh, wrow + x, pitch);                        \
+      }                                                                                    \
+    } else {                                                                               \
+      _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
+        const sweep_int c[3] = {z, y, x};                                                  \
+        SWEEP_FN(point)(e, base + x, c, mask, nh, NULL, pitch);                            \
+      }                                                                                    \
+    }                                                                                      \
+  }
+EL_FWD_CELLS_(el_fwd_v_cells, el_fwd_v)
+EL_FWD_CELLS_(el_fwd_s_cells, el_fwd_s)
+#undef EL_FWD_CELLS_
+
+static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_cells)(EL_ROW_PARAMS,
+                                                                           const int mask,
+                                                                           const int nh) {
+  (void)wrow, (void)st, (void)vs;
+#pragma omp simd
+  for (sweep_int x = x0; x < x1; ++x) {
+    const sweep_int c[3] = {z, y, x};
+    SWEEP_FN(el_adj_a)(e, base + x, c, mask, nh);
+  }
+}
+
+/* st: the row's snapshot, value 0 of cell x at st[x] (or NULL). */
+static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_ROW_PARAMS,
+                                                                           const int mask,
+                                                                           const int nh) {
+  (void)wrow;
+  if (st) {
+#pragma omp simd
+    for (sweep_int x = x0; x < x1; ++x) {
+      const sweep_int c[3] = {z, y, x};
+      SWEEP_FN(el_adj_b)(e, base + x, c, mask, nh, st + x, vs);
+    }
+  } else {
+#pragma omp simd
+    for (sweep_int x = x0; x < x1; ++x) {
+      const sweep_int c[3] = {z, y, x};
+      SWEEP_FN(el_adj_b)(e, base + x, c, mask, nh, NULL, vs);
+    }
+  }
+}
+
+/* The rows of every kind: with the CPML (mask != 0) the order is the
+ * run-time e->nh, one function per mask; the plain rows, where the time
+ * goes, one function per order (nh a literal: the taps unroll). */
+#define EL_KIND(kind)                                                                        \
+  static inline __attribute__((always_inline)) void SWEEP_FN(el_##kind##_any)(EL_ROW_PARAMS, \
+                                                                             const int mask) { \
+    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, e->nh);                                   \
+  }                                                                                          \
+  SWEEP_DEFINE_BY_MASK(el_##kind##_row, el_##kind##_any, (EL_ROW_PARAMS), (EL_ROW_ARGS))      \
+  EL_PLAIN_(kind, 1) EL_PLAIN_(kind, 2) EL_PLAIN_(kind, 3) EL_PLAIN_(kind, 4)
+#define EL_PLAIN_(kind, nh)                                                              \
+  static __attribute__((noinline)) void SWEEP_FN(el_##kind##_plain##nh)(EL_ROW_PARAMS) { \
+    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, 0, nh);                                     \
+  }
+EL_KIND(fwd_v)
+EL_KIND(fwd_s)
+EL_KIND(adj_a)
+EL_KIND(adj_b)
+#undef EL_KIND
+#undef EL_PLAIN_
+
+/* Cells [x0, x1) of kind's row with mask m (a literal). */
+#define EL_CALL_(kind, m, args)                                \
+  do {                                                         \
+    if ((m) == 0) {                                            \
+      switch (e->nh) {                                         \
+        case 1: SWEEP_FN(el_##kind##_plain1) args; break;      \
+        case 2: SWEEP_FN(el_##kind##_plain2) args; break;      \
+        case 3: SWEEP_FN(el_##kind##_plain3) args; break;      \
+        default: SWEEP_FN(el_##kind##_plain4) args; break;     \
+      }                                                        \
+    } else {                                                   \
+      SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)             \
+    }                                                          \
+  } while (0)
+
+/* Row (z, y) of one shot in one phase: kind 0/1 forward V/S (wr: the row's
+ * snapshot values, or NULL), 2/3 adjoint A/B (st: the row's snapshot from
+ * its first stored cell, or NULL; vs: its value stride). */
+static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
+    const sweep_acoustic_params *p, const SWEEP_FN(el_ctx_t) * e, SWEEP_R *wr,
+    const SWEEP_R *st, sweep_int vs, sweep_int z, sweep_int y, const int kind) {
+  const sweep_int h = p->halo, x_end = p->shape[2] - h;
+  const sweep_int base = z * p->stride[0] + y * p->stride[1];
+  const SWEEP_R *sx = st ? st - p->store_lo[2] : NULL;
+  const int outer = SWEEP_FN(row_mask)(p, z, y);
+#define EL_ROW(x0, x1, m)                                                                   \
+  if ((x0) < (x1)) {                                                                        \
+    if (kind == 0)                                                                          \
+      EL_CALL_(fwd_v, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+    else if (kind == 1)                                                                     \
+      EL_CALL_(fwd_s, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+    else if (kind == 2)                                                                     \
+      EL_CALL_(adj_a, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+    else                                                                                    \
+      EL_CALL_(adj_b, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+  }
+#define EL_SEGMENTS(m) SWEEP_ROW_IN_ORDER(EL_ROW, m, (void)0)
+  SWEEP_MASK_SWITCH(outer, EL_SEGMENTS)
+#undef EL_ROW
+#undef EL_SEGMENTS
+}
+
+/* ---- Free-surface images of the stresses ---- */
+
+/* Whether stress field F has odd images across free surfaces of model axis
+ * b (it has a component along b), and whether it is staggered along b. */
+static inline int SWEEP_FN(el_mirrored)(int F, int b) {
+  if (F < EL_ND) return 0;
+  if (F < 2 * EL_ND) return F - EL_ND == b;
+  for (int a = 0; a < EL_ND; ++a)
+    for (int c = a + 1; c < EL_ND; ++c)
+      if (EL_S(a, c) == F) return a == b || c == b;
+  return 0;
+}
+
+/* Forward (adjoint 0): each image cell g of one shot's field u along kernel
+ * axis d takes -u of its mirror cell; adjoint (1): the mirror cell takes
+ * -u of the image cell, which becomes zero. */
+static void SWEEP_FN(el_images_axis)(const sweep_acoustic_params *p, SWEEP_R *u, int d,
+                                     int half, int adjoint) {
+  const sweep_int h = p->halo, n = p->shape[d];
+  const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
+  for (int side = 0; side < 2; ++side) {
+    if (!(side ? p->free_hi[d] : p->free_lo[d])) continue;
+    const sweep_int g0 = side ? n - h - half : 0, g1 = side ? n : h;
+    for (sweep_int g = g0; g < g1; ++g) {
+      const sweep_int m = side ? 2 * (n - 1 - h) - g - half : 2 * h - g - half;
+      for (sweep_int j1 = 0; j1 < p->shape[e1]; ++j1) {
+        SWEEP_R *r = u + j1 * p->stride[e1];
+        for (sweep_int j2 = 0; j2 < p->shape[e2]; ++j2) {
+          const sweep_int o = j2 * p->stride[e2];
+          if (adjoint) {
+            r[o + m * p->stride[d]] -= r[o + g * p->stride[d]];
+            r[o + g * p->stride[d]] = 0;
+          } else {
+            r[o + g * p->stride[d]] = -r[o + m * p->stride[d]];
+          }
+        }
+      }
+    }
+  }
+}
+
+/* Adjoint phase B on the halo cells of the free faces of the shot at off,
+ * whose stresses (odd images) the forward phase V read: the rows cover the
+ * interior only. */
+static void SWEEP_FN(el_adj_b_images)(const sweep_acoustic_params *p,
+                                      const SWEEP_FN(el_ctx_t) * base, sweep_int off) {
+  const sweep_int h = p->halo;
+  const SWEEP_FN(el_ctx_t) e = SWEEP_FN(el_shot)(base, off);
+  for (sweep_int z = 0; z < p->shape[0]; ++z)
+    for (sweep_int y = 0; y < p->shape[1]; ++y) {
+      const sweep_int c0[2] = {z, y};
+      int row_ghost = 0, row_halo = 0;
+      for (int d = EL_A0; d < 2; ++d) {
+        row_halo |= c0[d] < h || c0[d] >= p->shape[d] - h;
+        row_ghost |= (p->free_lo[d] && c0[d] < h) || (p->free_hi[d] && c0[d] >= p->shape[d] - h);
+      }
+      for (sweep_int x = 0; x < p->shape[2]; ++x) {
+        if (!row_halo && x == h) x = p->shape[2] - h; /* skip the interior */
+        if (x >= p->shape[2]) break;
+        const int ghost = row_ghost || (p->free_lo[2] && x < h) ||
+                          (p->free_hi[2] && x >= p->shape[2] - h);
+        if (!ghost) continue;
+        const sweep_int c[3] = {z, y, x};
+        SWEEP_FN(el_adj_b_halo)(&e, z * p->stride[0] + y * p->stride[1] + x, c);
+      }
+    }
+}
+
+/* The images of every stress field of the shot at off (axes in order
+ * forward, reversed adjoint). */
+static void SWEEP_FN(el_images)(const sweep_acoustic_params *p, SWEEP_R *const *fields,
+                                sweep_int off, int adjoint) {
+  for (int F = EL_ND; F < EL_NF; ++F)
+    for (int i = 0; i < EL_ND; ++i) {
+      const int b = adjoint ? EL_ND - 1 - i : i, d = EL_A0 + b;
+      if (!(p->free_lo[d] || p->free_hi[d]) || !SWEEP_FN(el_mirrored)(F, b)) continue;
+      const int half = F >= 2 * EL_ND; /* a shear stress along one of its axes */
+      SWEEP_FN(el_images_axis)(p, fields[F] + off, d, half, adjoint);
+    }
+}
+
+/* ---- Points of one shot ---- */
+
+static void SWEEP_FN(el_fwd_points)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                                    const SWEEP_FN(el_ctx_t) * e, int phase, sweep_int shot,
+                                    sweep_int off, sweep_int t) {
+  const sweep_int ss = p->shot_stride;
+  if (f->src_amp) {
+    const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+    for (sweep_int k = 0; k < p->n_src; ++k) {
+      const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
+      const SWEEP_R a = amp[(shot * p->n_src + k) * p->nt + t];
+      if (phase == 0 && F < EL_ND) e->f[F][off + cell] += e->c[EL_CB(F)][cell] * a;
+      if (phase == 1 && F >= EL_ND) e->f[F][off + cell] += a;
+    }
+  }
+  if (phase == 0 && f->rec) {
+    SWEEP_R *rec = (SWEEP_R *)f->rec;
+    for (sweep_int r = 0; r < p->n_rec; ++r) {
+      const sweep_int j = f->rec_idx[shot * p->n_rec + r], F = j / ss;
+      rec[(shot * p->n_rec + r) * p->nt + t] = e->f[F][off + j - F * ss];
+    }
+  }
+  if (phase == 1) SWEEP_FN(el_images)(p, e->f, off, 0);
+}
+
+static void SWEEP_FN(el_adj_points)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                                    const SWEEP_FN(el_ctx_t) * e, int phase, sweep_int shot,
+                                    sweep_int off, sweep_int t) {
+  const sweep_int ss = p->shot_stride;
+  /* phase 1 (after A): the velocities' of step t; phase 0 (after B): the
+   * stresses' residuals of step t and sources of step t - 1. */
+  const int vel = phase == 1;
+  if (f->rec) {
+    const SWEEP_R *res = (const SWEEP_R *)f->rec;
+    for (sweep_int r = 0; r < p->n_rec; ++r) {
+      const sweep_int j = f->rec_idx[shot * p->n_rec + r], F = j / ss;
+      if ((F < EL_ND) == vel) e->f[F][off + j - F * ss] += res[(shot * p->n_rec + r) * p->nt + t];
+    }
+  }
+  int free = 0;
+  for (int d = 0; d < 3; ++d) free |= p->free_lo[d] || p->free_hi[d];
+  if (!vel && free) {
+    SWEEP_FN(el_adj_b_images)(p, e, off);
+    SWEEP_FN(el_images)(p, e->f, off, 1);
+  }
+  const sweep_int ts = vel ? t : t - 1;
+  if (ts < 0 || !p->n_src) return;
+  const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+  SWEEP_R *gs = (SWEEP_R *)f->grad_src;
+  const int model = f->store && amp && ts % p->store_every == 0;
+  for (sweep_int k = 0; k < p->n_src; ++k) {
+    const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
+    if ((F < EL_ND) != vel) continue;
+    const sweep_int a = (shot * p->n_src + k) * p->nt + ts;
+    const SWEEP_R lam = e->f[F][off + cell];
+    if (vel) {
+      if (gs) gs[a] = e->c[EL_CB(F)][cell] * lam;
+      /* The force's factor b: its term of b's gradient (sampled as the snapshots). */
+      if (model && e->g[EL_CB(F)]) e->g[EL_CB(F)][off + cell] += amp[a] * lam;
+    } else if (gs) {
+      gs[a] = lam;
+    }
+  }
+}
+
+/* ---- The hooks of cpu_skeleton.h / cpu_phased.h ---- */
+
+#define SWEEP_EQ_FORWARD SWEEP_FN(sweep_elastic_forward)
+#define SWEEP_EQ_BACKWARD SWEEP_FN(sweep_elastic_backward)
+#define SWEEP_EQ_PHASES 2
+#define SWEEP_EQ_BLOCKING 0
+#define SWEEP_EQ_SNAP_VALUES EL_NF
+#define SWEEP_EQ_SNAP_FIRST(k) ((k) ? EL_ND : 0)
+#define SWEEP_EQ_SNAP_END(k) ((k) ? EL_NF : EL_ND)
+#define SWEEP_EQ_MODEL(f)          \
+  SWEEP_FN(el_ctx_t) el_base;      \
+  SWEEP_FN(el_ctx)(p, f, &el_base)
+#define SWEEP_EQ_SHIFT_SHOTS(f, fo, g)                                      \
+  do {                                                                      \
+    for (int k_ = 0; k_ < 9; ++k_) (g)->field[k_] = SWEEP_OFF((f)->field[k_], fo); \
+    for (int k_ = 0; k_ < 27; ++k_) (g)->psi[k_] = SWEEP_OFF((f)->psi[k_], fo);    \
+    for (int k_ = 0; k_ < 15; ++k_) (g)->grad[k_] = SWEEP_OFF((f)->grad[k_], fo);  \
+  } while (0)
+#define SWEEP_EQ_GRAD(f) ((f)->grad[0])
+#define SWEEP_EQ_FWD_STATE(f) ((void)0)
+#define SWEEP_EQ_ADJ_STATE(f) ((void)0)
+#define SWEEP_EQ_FWD_SHOT(f, off) const SWEEP_FN(el_ctx_t) el_e = SWEEP_FN(el_shot)(&el_base, off)
+#define SWEEP_EQ_ADJ_SHOT(f, off) SWEEP_EQ_FWD_SHOT(f, off)
+#define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y, k) \
+  ((void)(pa), (void)(pb), SWEEP_FN(el_row)(p, &el_e, wr, NULL, 0, z, y, k))
+#define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, st) \
+  ((void)(pa), (void)(pb), SWEEP_FN(el_row)(p, &el_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
+#define SWEEP_EQ_FWD_POINTS(p, f, k, shot, off, t) \
+  SWEEP_FN(el_fwd_points)(p, f, &el_base, k, shot, off, t)
+#define SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t) \
+  SWEEP_FN(el_adj_points)(p, f, &el_base, k, shot, off, t)
+#define SWEEP_EQ_FWD_GHOSTS(p, k) ((void)0)
+#define SWEEP_EQ_ADJ_GHOSTS(p, k, t) ((void)0)
+#define SWEEP_EQ_FWD_ROTATE() ((void)0)
+#define SWEEP_EQ_ADJ_ROTATE() ((void)0)
+
+#include "cpu_skeleton.h"
+
+/* The entry points of every order (the dispatch table's names), one
+ * run-time-order kernel each way. */
+#define EL_ENTRY_(o, tag)                                                                       \
+  void SWEEP_CAT(SWEEP_CAT(SWEEP_CAT(sweep_elastic_forward_, SWEEP_NDIM), SWEEP_CAT(d_o, o)),   \
+                 tag)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,            \
+                      sweep_int t, sweep_int n, int nt) {                                       \
+    SWEEP_EQ_FORWARD(p, f, t, n, nt);                                                           \
+  }                                                                                             \
+  void SWEEP_CAT(SWEEP_CAT(SWEEP_CAT(sweep_elastic_backward_, SWEEP_NDIM), SWEEP_CAT(d_o, o)),  \
+                 tag)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,            \
+                      sweep_int t, sweep_int n, int nt) {                                       \
+    SWEEP_EQ_BACKWARD(p, f, t, n, nt);                                                          \
+  }
+#if SWEEP_REAL_BYTES == 4
+#define EL_TAG _f32
+#else
+#define EL_TAG _f64
+#endif
+EL_ENTRY_(2, EL_TAG)
+EL_ENTRY_(4, EL_TAG)
+EL_ENTRY_(6, EL_TAG)
+EL_ENTRY_(8, EL_TAG)
