@@ -218,25 +218,54 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_fwd_point)(
   return w;
 }
 
-/* Boundary saving: whether coordinate c along axis d is a ring cell's (a
- * stored cell outside the model, sweep/_grid.py's ring_idx); the band's
- * stencil reads psi there and nowhere else (psi is zero on the model). */
-#define SWEEP_RING_TAP(p, d, c)                                  \
-  ((c) < (p)->model_lo[d] ? (c) >= (p)->store_lo[d]              \
-                          : (c) >= (p)->model_hi[d] && (c) < (p)->store_hi[d])
+/* Boundary saving: whether coordinate c along the axis of SWEEP_RING_BOUNDS
+ * is a ring cell's (a stored cell outside the model, sweep/_grid.py's
+ * ring_idx); the band's stencil reads psi there and nowhere else (psi is
+ * zero on the model).  The bounds are read before the taps and combined
+ * with & and |, not ?: or &&: with a branch per tap, or a load of them under
+ * the CPML branch, the CPU's band rows ran as scalar code. */
+#define SWEEP_RING_BOUNDS(p, d)                                                 \
+  const sweep_int rml_ = (p)->model_lo[d], rmh_ = (p)->model_hi[d];             \
+  const sweep_int rsl_ = (p)->store_lo[d], rsh_ = (p)->store_hi[d];             \
+  (void)rml_;                                                                   \
+  (void)rmh_;                                                                   \
+  (void)rsl_;                                                                   \
+  (void)rsh_
+#define SWEEP_RING_TAP(c) ((((c) >= rsl_) & ((c) < rml_)) | (((c) >= rmh_) & ((c) < rsh_)))
 /* psi tap k of a band cell: the ring's, zero (up to its sign) on the model,
- * where rpsi holds other (finite) values; a product, not a branch, so that
- * the CPU's band rows vectorise. */
-#define SWEEP_TAP_RING_PSI_(k) \
-  (SWEEP_LD(ps_ + (k) * s_) * (SWEEP_R)SWEEP_RING_TAP(p, d, cd_ + (k)))
+ * where rpsi holds other (finite) values; a product, not a branch. */
+#define SWEEP_TAP_RING_PSI_(k) (SWEEP_LD(ps_ + (k) * s_) * (SWEEP_R)SWEEP_RING_TAP(cd_ + (k)))
+
+/* One axis's share of W^n at a band cell, as SWEEP_FWD_AXIS_OP adds it
+ * there, psi's taps through TAP_PSI (the ring's).  The CPML profiles are zero
+ * on the model, so the forward's zeta^{n+1} = b zeta^n + a t is +0 there (a
+ * fused +0 addend): W takes SWEEP_W_AXIS with zn = 0, and psi^{n+1} and
+ * zeta are neither read nor written (with them in a local array the CPU's
+ * band rows did not vectorise). */
+#define SWEEP_BAND_AXIS_OP(OP, TAP_OP, TAP_PSI, T, w, u, ps, s, rdx, rdx2, cpml) \
+  do {                                                                       \
+    const SWEEP_R *const u_ = (u);                                           \
+    const sweep_int s_ = (s);                                                \
+    (void)u_;                                                                \
+    (void)s_;                                                                \
+    T d2u_;                                                                  \
+    OP(d2u_, TAP_OP);                                                        \
+    if (cpml) {                                                              \
+      const SWEEP_R *const ps_ = (ps);                                       \
+      T d1psi_;                                                              \
+      SWEEP_D1(d1psi_, TAP_PSI);                                             \
+      w = SWEEP_W_AXIS(w, d2u_, (rdx2), d1psi_, (rdx), (T)0);                \
+    } else {                                                                 \
+      w = SWEEP_W_PLAIN(w, d2u_, (rdx2));                                    \
+    }                                                                        \
+  } while (0)
 
 /*
  * W^n of band cell i (a model cell within a halo of the CPML) at (cz, cy,
  * cx), bitwise what acoustic_fwd_point returned there (up to the sign of a
  * zero): u holds u^n on the model and the ring, rpsi psi^n of each ring cell
  * along its axis (the CPML replay's; boundary saving's adjoint).  flags: the
- * cell's CPML axes, as the forward's; along them the profiles are zero on
- * the model, so zeta^{n+1} is zero and psi is read only on the ring.
+ * cell's CPML axes, as the forward's; psi is read only on the ring.
  */
 SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_band_point)(const sweep_acoustic_params *p,
                                                  const SWEEP_R *SWEEP_RESTRICT u,
@@ -249,11 +278,11 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_band_point)(const sweep_acoustic_params *p,
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
     const sweep_int cd_ = c[d];
-    SWEEP_R zp[2] = {0, 0}; /* zeta^n and psi^{n+1} of a model cell: zero */
+    const SWEEP_R rdx_ = (SWEEP_R)p->rdx[d], rdx2_ = (SWEEP_R)p->rdx2[d];
+    SWEEP_RING_BOUNDS(p, d);
     (void)cd_;
-    SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_U_, SWEEP_TAP_RING_PSI_, SWEEP_R, w, u + i, rpsi + i, zp + 1, zp,
-                        (SWEEP_R)0, (SWEEP_R)0, p->stride[d], (SWEEP_R)p->rdx[d],
-                        (SWEEP_R)p->rdx2[d], flags & (1 << d));
+    SWEEP_BAND_AXIS_OP(SWEEP_D2, SWEEP_TAP_U_, SWEEP_TAP_RING_PSI_, SWEEP_R, w, u + i, rpsi + i,
+                       p->stride[d], rdx_, rdx2_, flags & (1 << d));
   }
   return w;
 }

@@ -151,11 +151,11 @@ SWEEP_HD SWEEP_R SWEEP_FN(vrz_w_band_point)(const sweep_acoustic_params *p,
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
     const sweep_int cd_ = c[d];
-    SWEEP_R zp[2] = {0, 0}; /* zeta^n and psi^{n+1} of a model cell: zero */
+    const SWEEP_R rdx_ = (SWEEP_R)p->rdx[d], rdx2_ = (SWEEP_R)p->rdx2[d];
+    SWEEP_RING_BOUNDS(p, d);
     (void)cd_;
-    SWEEP_FWD_AXIS_OP(SWEEP_VRZ_L, SWEEP_VRZ_FLUX_U_, SWEEP_TAP_U_, SWEEP_VRZ_TAP_RING_BPSI_,
-                      SWEEP_R, w, u + i, rpsi + i, zp + 1, zp, (SWEEP_R)0, (SWEEP_R)0,
-                      p->stride[d], (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d], flags & (1 << d));
+    SWEEP_BAND_AXIS_OP(SWEEP_VRZ_L, SWEEP_VRZ_FLUX_U_, SWEEP_VRZ_TAP_RING_BPSI_, SWEEP_R, w,
+                       u + i, rpsi + i, p->stride[d], rdx_, rdx2_, flags & (1 << d));
   }
   return w;
 }

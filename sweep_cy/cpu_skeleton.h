@@ -274,7 +274,8 @@
 #define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask) ((void)(base))
 #endif
 #ifndef SWEEP_EQ_RECON_SNAP_BAND
-#define SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs) ((void)(st))
+#define SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs) \
+  ((void)(base), (void)(st))
 #endif
 
 /* Cells per shot of a gradient snapshot: [store_lo, store_hi), the model and
@@ -338,6 +339,52 @@ static inline void SWEEP_FN(row_ends)(const SWEEP_EQ_PARAMS *p, sweep_int hi, in
       if (m_ && a_ < b_) BAND(a_, b_, m_);                                                       \
       if (b_ < hi_) BAND(b_, hi_, m_ | 4);                                                       \
     }                                                                                            \
+  } while (0)
+
+/* The ring (sweep/_grid.py's ring_idx: stored cells outside the model
+ * within a halo of it along one axis d and inside it along the others) as
+ * strips: RING(base, x0, x1, d) for each run [x0, x1) of row base (its
+ * first cell), in ascending flat order, so the k-th cell of the runs is
+ * ring cell k.  Rows outside the model in z or y are whole model-width runs,
+ * model rows two runs of at most a halo at the x ends: copied as strips,
+ * not gathered cell by cell through an index. */
+#define SWEEP_RING_RUNS(p, RING)                                                                 \
+  do {                                                                                           \
+    sweep_int rlo_[3], rhi_[3];                                                                  \
+    for (int d_ = 0; d_ < 3; ++d_) {                                                             \
+      const sweep_int a_ = (p)->model_lo[d_] - SWEEP_H, b_ = (p)->model_hi[d_] + SWEEP_H;        \
+      rlo_[d_] = a_ > (p)->store_lo[d_] ? a_ : (p)->store_lo[d_];                                \
+      rhi_[d_] = b_ < (p)->store_hi[d_] ? b_ : (p)->store_hi[d_];                                \
+    }                                                                                            \
+    const sweep_int mlo_ = (p)->model_lo[2], mhi_ = (p)->model_hi[2];                           \
+    for (sweep_int z_ = rlo_[0]; z_ < rhi_[0]; ++z_)                                             \
+      for (sweep_int y_ = rlo_[1]; y_ < rhi_[1]; ++y_) {                                         \
+        const int oz_ = z_ < (p)->model_lo[0] || z_ >= (p)->model_hi[0];                         \
+        const int oy_ = y_ < (p)->model_lo[1] || y_ >= (p)->model_hi[1];                         \
+        const sweep_int rb_ = z_ * (p)->stride[0] + y_ * (p)->stride[1];                         \
+        if (oz_ && oy_) continue;                                                                \
+        if (oz_ || oy_) {                                                                        \
+          { RING(rb_, mlo_, mhi_, oz_ ? 0 : 1); }                                                \
+        } else {                                                                                 \
+          if (rlo_[2] < mlo_) { RING(rb_, rlo_[2], mlo_, 2); }                                   \
+          if (mhi_ < rhi_[2]) { RING(rb_, mhi_, rhi_[2], 2); }                                   \
+        }                                                                                        \
+      }                                                                                          \
+  } while (0)
+
+/* Calls BAND(base, x0, x1) for the band cells of each model row (base: its
+ * first cell) in band_idx order: strips, as SWEEP_RING_RUNS. */
+#define SWEEP_BAND_STRIPS(p, BAND)                                                               \
+  do {                                                                                           \
+    for (sweep_int z_ = (p)->model_lo[0]; z_ < (p)->model_hi[0]; ++z_)                          \
+      for (sweep_int y_ = (p)->model_lo[1]; y_ < (p)->model_hi[1]; ++y_) {                       \
+        const sweep_int sb_ = z_ * (p)->stride[0] + y_ * (p)->stride[1];                         \
+        const sweep_int slo_ = (p)->model_lo[2], shi_ = (p)->model_hi[2];                        \
+        sweep_int sa_, sc_;                                                                      \
+        SWEEP_FN(row_ends)(p, shi_, SWEEP_FN(row_mask)(p, z_, y_), &sa_, &sc_);                  \
+        if (sa_ > slo_) { BAND(sb_, slo_, sa_); }                                                \
+        if (sc_ < shi_) { BAND(sb_, sc_ > slo_ ? sc_ : slo_, shi_); }                            \
+      }                                                                                          \
   } while (0)
 
 /* Copies the snapshot values (W) of the outer cells of row (z, y) from wr to
@@ -539,17 +586,24 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
                              : NULL;
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
-          for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v)
-            for (sweep_int j = 0; j < n_band; ++j)
-              SWEEP_EQ_FWD_LOAD_BAND(shot * ss + f->band_idx[j], v,
-                                     bu[(v * p->slot_shots + shot) * n_band + j]);
-          for (sweep_int j = 0; j < n_ring; ++j) {
-            /* ring_code: 4 * cell + the axis of its psi */
-            const sweep_int i = f->ring_code[j] >> 2;
-            const int d = (int)(f->ring_code[j] & 3);
-            for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v)
-              rs[(v * p->slot_shots + shot) * n_ring + j] = SWEEP_EQ_FWD_RING(shot * ss, v, d)[i];
-          }
+          sweep_int k = 0;
+#define SWEEP_LOAD_BAND_(b, x0, x1)                                               \
+  for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v) {                                \
+    const SWEEP_R *src_ = bu + (v * p->slot_shots + shot) * n_band + k - (x0);    \
+    for (sweep_int x = (x0); x < (x1); ++x)                                       \
+      SWEEP_EQ_FWD_LOAD_BAND(shot * ss + (b) + x, v, src_[x]);                    \
+  }                                                                               \
+  k += (x1) - (x0);
+          if (n_band) SWEEP_BAND_STRIPS(p, SWEEP_LOAD_BAND_);
+#undef SWEEP_LOAD_BAND_
+          k = 0;
+#define SWEEP_SAVE_RING_(b, x0, x1, d)                                                   \
+  for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v)                                         \
+    memcpy(rs + (v * p->slot_shots + shot) * n_ring + k,                                 \
+           SWEEP_EQ_FWD_RING(shot * ss, v, d) + (b) + (x0), sizeof(SWEEP_R) * ((x1) - (x0))); \
+  k += (x1) - (x0);
+          if (n_ring) SWEEP_RING_RUNS(p, SWEEP_SAVE_RING_);
+#undef SWEEP_SAVE_RING_
         }
       }
 #pragma omp for schedule(static)
@@ -737,14 +791,18 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
         const SWEEP_R *rs = (const SWEEP_R *)f->replay_u +
                             (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_RING_VALUES, n_ring);
 #pragma omp for schedule(static)
-        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
-          for (sweep_int j = 0; j < n_ring; ++j) {
-            const sweep_int i = f->ring_code[j] >> 2;
-            const int d = (int)(f->ring_code[j] & 3);
-            for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v)
-              SWEEP_EQ_RECON_LOAD_RING(shot * ss + i, v, d,
-                                       rs[(v * p->slot_shots + shot) * n_ring + j]);
-          }
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+          sweep_int k = 0;
+#define SWEEP_LOAD_RING_(b, x0, x1, d)                                            \
+  for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v) {                                \
+    const SWEEP_R *src_ = rs + (v * p->slot_shots + shot) * n_ring + k - (x0);    \
+    for (sweep_int x = (x0); x < (x1); ++x)                                       \
+      SWEEP_EQ_RECON_LOAD_RING(shot * ss + (b) + x, v, d, src_[x]);               \
+  }                                                                               \
+  k += (x1) - (x0);
+          SWEEP_RING_RUNS(p, SWEEP_LOAD_RING_);
+#undef SWEEP_LOAD_RING_
+        }
       }
       if (recon_snap) {
         /* This step's snapshot, rebuilt before any row correlates it: the
@@ -882,13 +940,20 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
               SWEEP_EQ_RECON_SOURCE(off + j, j, amp[(shot * p->n_src + k) * p->nt + t]);
             }
           }
-          if (t > 0) {
+          if (t > 0 && n_band) {
             const SWEEP_R *bu = (const SWEEP_R *)f->band_u +
                                 (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_BAND_VALUES, n_band) +
                                 shot * n_band;
-            for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v)
-              for (sweep_int j = 0; j < n_band; ++j)
-                SWEEP_EQ_RECON_LOAD_BAND(off + f->band_idx[j], v, bu[v * vs + j]);
+            sweep_int k = 0;
+#define SWEEP_LOAD_BAND_(b, x0, x1)                                   \
+  for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v) {                    \
+    const SWEEP_R *src_ = bu + v * vs + k - (x0);                     \
+    for (sweep_int x = (x0); x < (x1); ++x)                           \
+      SWEEP_EQ_RECON_LOAD_BAND(off + (b) + x, v, src_[x]);            \
+  }                                                                   \
+  k += (x1) - (x0);
+            SWEEP_BAND_STRIPS(p, SWEEP_LOAD_BAND_);
+#undef SWEEP_LOAD_BAND_
           }
         }
       }
