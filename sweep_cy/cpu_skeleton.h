@@ -164,11 +164,12 @@
  *   SWEEP_EQ_FWD_LOAD_BAND(i, v, x)  CPML replay: the saved value x into
  *                              cell i of state value v's field.
  *   SWEEP_EQ_FWD_RING(off, v, d)  CPML replay: the field whose ring cells
- *                              (ring_code: 4 * cell + d for the stored cells
- *                              outside the model that a band cell's stencil
- *                              reads, each outside along one axis d) it keeps as replay_u's
- *                              value v (< SWEEP_EQ_RING_VALUES) at the start
- *                              of each step, after the band's load.
+ *                              (the stored cells outside the model that a
+ *                              band cell's stencil reads, each outside along
+ *                              one axis d; SWEEP_RING_RUNS, CUDA's ring_code)
+ *                              it keeps as replay_u's value v
+ *                              (< SWEEP_EQ_RING_VALUES) at the start of each
+ *                              step, after the band's load.
  *   SWEEP_EQ_RECON(f)          1 when this adjoint call reconstructs the
  *                              forward wavefield.
  *   SWEEP_EQ_RECON_ROW(p, off, base)  reconstruction (one step backwards)
