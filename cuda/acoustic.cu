@@ -70,19 +70,27 @@ extern "C" __global__ void acoustic_replay_correlate(const sweep_acoustic_params
       ((const R *)f.u)[i] * ((const R *)f.replay_w)[(slot * p.n_shots + shot) * p.n_outer + j];
 }
 
-/* Boundary saving, forward: u^t and W^t of the band (before the step's swap). */
+/* Boundary saving, forward: u^t of the band (before the step's swap). */
 extern "C" __global__ void acoustic_band_save(const sweep_acoustic_params p,
                                               const sweep_acoustic_fields f, sweep_int slot) {
   const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
   if (item >= p.n_shots * p.n_band) return;
   const sweep_int shot = item / p.n_band, j = item % p.n_band;
-  const sweep_int off = shot * p.shot_stride;
-  const sweep_int i = f.band_idx[j];
-  R *psi[3];
-  sweep_axes(f.psi, off, psi);
-  const sweep_int o = slot * p.n_shots * p.n_band + item;
-  ((R *)f.band_u)[o] = ((const R *)f.u)[off + i];
-  ((R *)f.band_w)[o] = FN(acoustic_w_model_point)(&p, (const R *)f.u + off, psi, i);
+  ((R *)f.band_u)[slot * p.n_shots * p.n_band + item] =
+      ((const R *)f.u)[shot * p.shot_stride + f.band_idx[j]];
+}
+
+/* CPML replay: u^t and psi^t of the ring (sweep_ring_save). */
+extern "C" __global__ void acoustic_ring_save(const sweep_acoustic_params p,
+                                              const sweep_acoustic_fields f, sweep_int slot) {
+  sweep_ring_save(p, f, slot);
+}
+
+/* Boundary saving, adjoint, before the step: the ring's state into the
+ * reconstruction (sweep_ring_load). */
+extern "C" __global__ void acoustic_ring_load(const sweep_acoustic_params p,
+                                              const sweep_acoustic_fields f, sweep_int slot) {
+  sweep_ring_load(p, f, slot);
 }
 
 extern "C" __global__ void acoustic_forward_sources(const sweep_acoustic_params p,
@@ -121,7 +129,9 @@ extern "C" __global__ void acoustic_ghosts(const sweep_acoustic_params p, R *fie
  * Adjoint step, in mu = v^2 dt^2 lambda (acoustic_stencil.h).  slot >= 0:
  * correlate with the compact snapshot of that slot
  * (full storage).  f.recon_u set: also run the forward wavefield one step
- * backwards on the plain cells, correlating there (boundary saving).
+ * backwards on the plain cells, correlating there, and correlate the band
+ * with its W^t recomputed from the reconstruction and the ring (boundary
+ * saving).
  */
 extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
                                             const sweep_acoustic_fields f, sweep_int slot) {
@@ -153,20 +163,22 @@ extern "C" __global__ void acoustic_adjoint(const sweep_acoustic_params p,
   if (f.recon_u && !mask)
     FN(acoustic_recon_point)(&p, (const R *)f.v2dt2, (const R *)f.recon_u + off,
                              (R *)f.recon_u_next + off, mu, grad, i);
+  else if (f.recon_u && f.replay_u && sweep_band_pos(p, f.band_row, c, mask) >= 0)
+    FN(acoustic_recon_band_point)(&p, (const R *)f.recon_u + off, (const R *)f.recon_u_next + off,
+                                  mu, grad, i, c[0], c[1], c[2], mask);
 }
 
-/* Boundary saving, adjoint: correlate the band's saved W^t and restore u^{t-1} there
- * (after acoustic_adjoint_sources, which removes the sources from recon_u_next). */
+/* Boundary saving, adjoint: restore u^{t-1} of the band (after
+ * acoustic_adjoint_sources, which removes the sources from recon_u_next; the
+ * band's correlation is acoustic_adjoint's). */
 extern "C" __global__ void acoustic_band_restore(const sweep_acoustic_params p,
                                                  const sweep_acoustic_fields f, sweep_int slot,
                                                  int restore_u) {
   const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (item >= p.n_shots * p.n_band) return;
+  if (item >= p.n_shots * p.n_band || !restore_u) return;
   const sweep_int shot = item / p.n_band, j = item % p.n_band;
-  const sweep_int i = shot * p.shot_stride + f.band_idx[j];
-  const sweep_int o = slot * p.n_shots * p.n_band + item;
-  ((R *)f.grad_v2dt2)[i] += ((const R *)f.u)[i] * ((const R *)f.band_w)[o];
-  if (restore_u) ((R *)f.recon_u_next)[i] = ((const R *)f.band_u)[o];
+  ((R *)f.recon_u_next)[shot * p.shot_stride + f.band_idx[j]] =
+      ((const R *)f.band_u)[slot * p.n_shots * p.n_band + item];
 }
 
 extern "C" __global__ void acoustic_adjoint_sources(const sweep_acoustic_params p,

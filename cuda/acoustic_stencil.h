@@ -49,8 +49,9 @@
  * Boundary saving runs the leapfrog backwards on the model cells farther than
  * a halo from the CPML ("plain" cells, where W is the plain Laplacian):
  *   u^{n-1} = v^2 dt^2 W^n + 2 u^n - u^{n+1}   (- v^2 dt^2 f at sources)
- * with u^n and W^n of the remaining model cells (the band) saved in the
- * forward pass.
+ * with u^n of the remaining model cells (the band) saved in the forward pass;
+ * the band's W^n is recomputed from it, the plain cells' u^n and the state of
+ * the CPML cells next to the band (acoustic_w_band_point).
  */
 
 #define SWEEP_H (SWEEP_ORDER / 2)
@@ -217,30 +218,85 @@ SWEEP_HD SWEEP_R SWEEP_FN(acoustic_fwd_point)(
   return w;
 }
 
+/* Boundary saving: whether coordinate c along the axis of SWEEP_RING_BOUNDS
+ * is a ring cell's (a stored cell outside the model, sweep/_grid.py's
+ * ring_idx); the band's stencil reads psi there and nowhere else (psi is
+ * zero on the model).  The bounds are read before the taps and combined
+ * with & and |, not ?: or &&: with a branch per tap, or a load of them under
+ * the CPML branch, the CPU's band rows ran as scalar code. */
+#define SWEEP_RING_BOUNDS(p, d)                                                 \
+  const sweep_int rml_ = (p)->model_lo[d], rmh_ = (p)->model_hi[d];             \
+  const sweep_int rsl_ = (p)->store_lo[d], rsh_ = (p)->store_hi[d];             \
+  (void)rml_;                                                                   \
+  (void)rmh_;                                                                   \
+  (void)rsl_;                                                                   \
+  (void)rsh_
+#define SWEEP_RING_TAP(c) ((((c) >= rsl_) & ((c) < rml_)) | (((c) >= rmh_) & ((c) < rsh_)))
+/* psi tap k of a band cell: the ring's, zero (up to its sign) on the model,
+ * where rpsi holds other (finite) values; a product, not a branch. */
+#define SWEEP_TAP_RING_PSI_(k) (SWEEP_LD(ps_ + (k) * s_) * (SWEEP_R)SWEEP_RING_TAP(cd_ + (k)))
+
+/* One axis's share of W^n at a band cell, as SWEEP_FWD_AXIS_OP adds it
+ * there, psi's taps through TAP_PSI (the ring's).  The CPML profiles are zero
+ * on the model, so the forward's zeta^{n+1} = b zeta^n + a t is +0 there (a
+ * fused +0 addend): W takes SWEEP_W_AXIS with zn = 0, and psi^{n+1} and
+ * zeta are neither read nor written (with them in a local array the CPU's
+ * band rows did not vectorise). */
+#define SWEEP_BAND_AXIS_OP(OP, TAP_OP, TAP_PSI, T, w, u, ps, s, rdx, rdx2, cpml) \
+  do {                                                                       \
+    const SWEEP_R *const u_ = (u);                                           \
+    const sweep_int s_ = (s);                                                \
+    (void)u_;                                                                \
+    (void)s_;                                                                \
+    T d2u_;                                                                  \
+    OP(d2u_, TAP_OP);                                                        \
+    if (cpml) {                                                              \
+      const SWEEP_R *const ps_ = (ps);                                       \
+      T d1psi_;                                                              \
+      SWEEP_D1(d1psi_, TAP_PSI);                                             \
+      w = SWEEP_W_AXIS(w, d2u_, (rdx2), d1psi_, (rdx), (T)0);                \
+    } else {                                                                 \
+      w = SWEEP_W_PLAIN(w, d2u_, (rdx2));                                    \
+    }                                                                        \
+  } while (0)
+
 /*
- * W^n of a model cell (CPML profiles zero there, so zeta^{n+1} = 0), without
- * side effects: the CPML terms of every axis are included, which adds exact
- * zeros where psi vanishes, so this equals what acoustic_fwd_point returns.
+ * W^n of band cell i (a model cell within a halo of the CPML) at (cz, cy,
+ * cx), bitwise what acoustic_fwd_point returned there (up to the sign of a
+ * zero): u holds u^n on the model and the ring, rpsi psi^n of each ring cell
+ * along its axis (the CPML replay's; boundary saving's adjoint).  flags: the
+ * cell's CPML axes, as the forward's; psi is read only on the ring.
  */
-SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_model_point)(const sweep_acoustic_params *p,
-                                                  const SWEEP_R *SWEEP_RESTRICT u,
-                                                  SWEEP_R *const *psi, sweep_int i) {
+SWEEP_HD SWEEP_R SWEEP_FN(acoustic_w_band_point)(const sweep_acoustic_params *p,
+                                                 const SWEEP_R *SWEEP_RESTRICT u,
+                                                 const SWEEP_R *SWEEP_RESTRICT rpsi, sweep_int i,
+                                                 sweep_int cz, sweep_int cy, sweep_int cx,
+                                                 const int flags) {
   SWEEP_COEFFS;
+  const sweep_int c[3] = {cz, cy, cx};
   SWEEP_R w = 0;
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
-    const sweep_int s = p->stride[d];
-    const SWEEP_R *ps = psi[d];
-    SWEEP_R d2u, d1psi;
-#define ACC_U(k) u[i + (k) * s]
-#define ACC_PSI(k) ps[i + (k) * s]
-    SWEEP_D2(d2u, ACC_U);
-    SWEEP_D1(d1psi, ACC_PSI);
-#undef ACC_U
-#undef ACC_PSI
-    w = SWEEP_W_AXIS(w, d2u, (SWEEP_R)p->rdx2[d], d1psi, (SWEEP_R)p->rdx[d], (SWEEP_R)0);
+    const sweep_int cd_ = c[d];
+    const SWEEP_R rdx_ = (SWEEP_R)p->rdx[d], rdx2_ = (SWEEP_R)p->rdx2[d];
+    SWEEP_RING_BOUNDS(p, d);
+    (void)cd_;
+    SWEEP_BAND_AXIS_OP(SWEEP_D2, SWEEP_TAP_U_, SWEEP_TAP_RING_PSI_, SWEEP_R, w, u + i, rpsi + i,
+                       p->stride[d], rdx_, rdx2_, flags & (1 << d));
   }
   return w;
+}
+
+/* The model-gradient correlation of band cell i (acoustic_recon_point's on a
+ * plain cell): grad += mu^{n+1} W^n, W^n from acoustic_w_band_point. */
+SWEEP_HD void SWEEP_FN(acoustic_recon_band_point)(const sweep_acoustic_params *p,
+                                                  const SWEEP_R *SWEEP_RESTRICT u,
+                                                  const SWEEP_R *SWEEP_RESTRICT rpsi,
+                                                  const SWEEP_R *SWEEP_RESTRICT mu,
+                                                  SWEEP_R *SWEEP_RESTRICT grad, sweep_int i,
+                                                  sweep_int cz, sweep_int cy, sweep_int cx,
+                                                  const int flags) {
+  grad[i] += mu[i] * SWEEP_FN(acoustic_w_band_point)(p, u, rpsi, i, cz, cy, cx, flags);
 }
 
 /* W^n of a plain cell (the plain Laplacian of u), as the forward computes it. */

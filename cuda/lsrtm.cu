@@ -6,9 +6,9 @@
  * sources, then free-surface ghosts of both fields, as for the acoustic
  * kernels, with boundary saving's kernels where acoustic.cu has them.  A
  * snapshot slot holds W0 of every shot, then W1 (SWEEP_EQ_SNAP_VALUES 2 of
- * the CPU kernels), and so do a slot of band_w and of replay_w; a slot of
- * band_u holds u0, then u1.  The forward's rec holds the scattered traces,
- * then the background ones.
+ * the CPU kernels), and so does a slot of replay_w; a slot of band_u holds
+ * u0, then u1, and one of replay_u u0, u1, psi0, psi1 of the ring.  The
+ * forward's rec holds the scattered traces, then the background ones.
  */
 #include "sweep_common.h"
 #define SWEEP_STENCIL_KEEP_MACROS
@@ -75,21 +75,51 @@ extern "C" __global__ void lsrtm_band_load(const sweep_acoustic_params p,
   ((R *)f.u1)[i] = bu[p.n_shots * p.n_band + item];
 }
 
-/* Boundary saving, forward: u0^t, u1^t, W0^t and W1^t of the band (before the step). */
+/* Boundary saving, forward: u0^t, u1^t of the band (before the step). */
 extern "C" __global__ void lsrtm_band_save(const sweep_acoustic_params p,
                                            const sweep_lsrtm_fields f, sweep_int slot) {
   const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
   if (item >= p.n_shots * p.n_band) return;
   const sweep_int shot = item / p.n_band, j = f.band_idx[item % p.n_band];
   const sweep_int off = shot * p.shot_stride, vs = p.n_shots * p.n_band;
-  R *psi0[3], *psi1[3];
-  sweep_axes(f.psi0, off, psi0);
-  sweep_axes(f.psi1, off, psi1);
   const sweep_int o = 2 * slot * vs + item;
   ((R *)f.band_u)[o] = ((const R *)f.u0)[off + j];
   ((R *)f.band_u)[o + vs] = ((const R *)f.u1)[off + j];
-  ((R *)f.band_w)[o] = FN(acoustic_w_model_point)(&p, (const R *)f.u0 + off, psi0, j);
-  ((R *)f.band_w)[o + vs] = FN(acoustic_w_model_point)(&p, (const R *)f.u1 + off, psi1, j);
+}
+
+/* CPML replay: u0^t, u1^t, psi0^t, psi1^t (psi along the cell's axis) of the
+ * ring, after the band's load (lsrtm_ring_load). */
+extern "C" __global__ void lsrtm_ring_save(const sweep_acoustic_params p,
+                                           const sweep_lsrtm_fields f, sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_ring) return;
+  sweep_int off;
+  int d;
+  const sweep_int i = sweep_ring_cell(p, f.ring_code, item, &off, &d);
+  const sweep_int vs = p.n_shots * p.n_ring;
+  R *out = (R *)f.replay_u + 4 * slot * vs + item;
+  out[0] = ((const R *)f.u0)[off + i];
+  out[vs] = ((const R *)f.u1)[off + i];
+  out[2 * vs] = ((const R *)f.psi0[d])[off + i];
+  out[3 * vs] = ((const R *)f.psi1[d])[off + i];
+}
+
+/* Boundary saving, adjoint, before the step: the ring's u0^t, u1^t into
+ * recon_u0, recon_u1 and psi0^t, psi1^t into recon_u0_next, recon_u1_next
+ * (lsrtm_recon_band_point reads them there). */
+extern "C" __global__ void lsrtm_ring_load(const sweep_acoustic_params p,
+                                           const sweep_lsrtm_fields f, sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_ring) return;
+  sweep_int off;
+  int d;
+  const sweep_int i = sweep_ring_cell(p, f.ring_code, item, &off, &d);
+  const sweep_int vs = p.n_shots * p.n_ring;
+  const R *in = (const R *)f.replay_u + 4 * slot * vs + item;
+  ((R *)f.recon_u0)[off + i] = in[0];
+  ((R *)f.recon_u1)[off + i] = in[vs];
+  ((R *)f.recon_u0_next)[off + i] = in[2 * vs];
+  ((R *)f.recon_u1_next)[off + i] = in[3 * vs];
 }
 
 /* The model gradients of cell i from a saved W0 (w[0]) and W1 (w[vs]), as
@@ -113,8 +143,8 @@ extern "C" __global__ void lsrtm_replay_correlate(const sweep_acoustic_params p,
                         (const R *)f.replay_w + 2 * slot * vs + shot * p.n_outer + j, vs);
 }
 
-/* Boundary saving, adjoint: correlate the band's saved W0^t, W1^t and restore
- * u0^{t-1}, u1^{t-1} there (after lsrtm_adjoint_sources). */
+/* Boundary saving, adjoint: restore u0^{t-1}, u1^{t-1} of the band (after
+ * lsrtm_adjoint_sources; the band's correlation is lsrtm_adjoint's). */
 extern "C" __global__ void lsrtm_band_restore(const sweep_acoustic_params p,
                                               const sweep_lsrtm_fields f, sweep_int slot,
                                               int restore_u) {
@@ -123,7 +153,6 @@ extern "C" __global__ void lsrtm_band_restore(const sweep_acoustic_params p,
   const sweep_int shot = item / p.n_band;
   const sweep_int i = shot * p.shot_stride + f.band_idx[item % p.n_band];
   const sweep_int vs = p.n_shots * p.n_band, o = 2 * slot * vs + item;
-  lsrtm_correlate_saved(f, i, (const R *)f.band_w + o, vs);
   if (restore_u) {
     ((R *)f.recon_u0_next)[i] = ((const R *)f.band_u)[o];
     ((R *)f.recon_u1_next)[i] = ((const R *)f.band_u)[o + vs];
@@ -220,6 +249,12 @@ extern "C" __global__ void lsrtm_adjoint(const sweep_acoustic_params p, const sw
                           (const R *)f.recon_u0 + off, (R *)f.recon_u0_next + off,
                           (const R *)f.recon_u1 + off, (R *)f.recon_u1_next + off, g0, mu1,
                           (R *)f.grad_v2dt2 + off, (R *)f.grad_dv2dt2 + off, i);
+  else if (f.recon_u0 && f.grad_v2dt2 && f.replay_u &&
+           sweep_band_pos(p, f.band_row, c, mask) >= 0)
+    FN(lsrtm_recon_band_point)(&p, (const R *)f.recon_u0 + off, (const R *)f.recon_u0_next + off,
+                               (const R *)f.recon_u1 + off, (const R *)f.recon_u1_next + off, g0,
+                               mu1, (R *)f.grad_v2dt2 + off, (R *)f.grad_dv2dt2 + off, i, c[0],
+                               c[1], c[2], mask);
 }
 
 /* Source terms, reading G0^{t+1}, mu1^{t+1}: dL/df = -G0, and the model

@@ -54,6 +54,16 @@ SWEEP_HD void SWEEP_FN(lsrtm_fwd_point)(
   w[1] = w1;
 }
 
+/* The model-gradient correlations of cell i with W0^n = w0, W1^n = w1 and
+ * G0, mu1 at n + 1: gk += g0 W0 + mu1 W1, gd += mu1 W0. */
+SWEEP_HD void SWEEP_FN(lsrtm_correlate)(const SWEEP_R *SWEEP_RESTRICT g0,
+                                        const SWEEP_R *SWEEP_RESTRICT mu1,
+                                        SWEEP_R *SWEEP_RESTRICT gk, SWEEP_R *SWEEP_RESTRICT gd,
+                                        sweep_int i, SWEEP_R w0, SWEEP_R w1) {
+  gk[i] = gk[i] + g0[i] * w0 + mu1[i] * w1;
+  gd[i] += mu1[i] * w0;
+}
+
 /*
  * Boundary saving: one backward-in-time step of both fields at a plain cell,
  * fused with the model-gradient correlations (acoustic_recon_point for each
@@ -75,10 +85,23 @@ SWEEP_HD void SWEEP_FN(lsrtm_recon_point)(
     sweep_int i) {
   const SWEEP_R w0 = SWEEP_FN(acoustic_w_plain_point)(p, u0, i);
   const SWEEP_R w1 = SWEEP_FN(acoustic_w_plain_point)(p, u1, i);
-  gk[i] = gk[i] + g0[i] * w0 + mu1[i] * w1;
-  gd[i] += mu1[i] * w0;
+  SWEEP_FN(lsrtm_correlate)(g0, mu1, gk, gd, i, w0, w1);
   u0_next[i] = SWEEP_LEAPFROG(v2dt2[i], w0, u0[i], u0_next[i]);
   u1_next[i] = SWEEP_FMA(dv2dt2[i], w0, SWEEP_LEAPFROG(v2dt2[i], w1, u1[i], u1_next[i]));
+}
+
+/* Boundary saving: the correlations of band cell i, W0^n and W1^n from
+ * acoustic_w_band_point of each field (u0, u1 on the model and the ring;
+ * rpsi0, rpsi1 the ring's psi; flags: the cell's CPML axes). */
+SWEEP_HD void SWEEP_FN(lsrtm_recon_band_point)(
+    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT u0,
+    const SWEEP_R *SWEEP_RESTRICT rpsi0, const SWEEP_R *SWEEP_RESTRICT u1,
+    const SWEEP_R *SWEEP_RESTRICT rpsi1, const SWEEP_R *SWEEP_RESTRICT g0,
+    const SWEEP_R *SWEEP_RESTRICT mu1, SWEEP_R *SWEEP_RESTRICT gk, SWEEP_R *SWEEP_RESTRICT gd,
+    sweep_int i, sweep_int cz, sweep_int cy, sweep_int cx, const int flags) {
+  SWEEP_FN(lsrtm_correlate)(g0, mu1, gk, gd, i,
+                            SWEEP_FN(acoustic_w_band_point)(p, u0, rpsi0, i, cz, cy, cx, flags),
+                            SWEEP_FN(acoustic_w_band_point)(p, u1, rpsi1, i, cz, cy, cx, flags));
 }
 
 /*

@@ -76,13 +76,14 @@ typedef struct sweep_acoustic_params {
   sweep_int n_rec_groups; /* entries of rec_groups (CUDA receiver injection) */
   sweep_int n_outer;      /* cells per shot in outer_idx (CPML replay), else 0 */
   sweep_int n_cpml;       /* entries of cpml_pos */
+  sweep_int n_ring;       /* cells per shot in ring_code (CPML replay), else 0 */
   /* CPU temporal blocking of forward steps that store nothing (0 or 1: off):
    * block_steps steps per sweep along the outermost axis, in groups of
    * block_group planes; in 3D, tiles of block_tile rows in y. */
   sweep_int block_steps;
   sweep_int block_group;
   sweep_int block_tile;
-  sweep_int slot_shots;   /* shots per slot of store/band_u/band_w (the CPU splits
+  sweep_int slot_shots;   /* shots per slot of store/band_u/replay_u (the CPU splits
                              shots between threads; elsewhere n_shots) */
   sweep_int simd_rows;    /* CPU: 1 runs plain x ranges in explicit-vector rows
                              (acoustic_cpu_vec.h), 0 only the scalar point loops */
@@ -95,9 +96,9 @@ typedef struct sweep_acoustic_params {
  * sharing sweep_acoustic_params.  The members named as in
  * sweep_acoustic_fields (below) mean what they mean there (the members the
  * CPU skeleton reads, cpu_skeleton.h, must have those names).  Boundary
- * saving keeps the band's u (band_u) and snapshot values (band_w), and the
- * adjoint rebuilds each step's snapshot in store (one slot) from recon_u
- * and the saves (SWEEP_EQ_RECON_SNAPSHOT of the CPU skeleton).
+ * saving keeps the band's u (band_u), and the adjoint rebuilds each step's
+ * snapshot in store (one slot) from recon_u, the band's u and the CPML
+ * replay's (SWEEP_EQ_RECON_SNAPSHOT of the CPU skeleton).
  */
 typedef struct sweep_vrz_fields {
   const void *kappa_dt2;  /* K = z vp dt^2 on the padded grid, zero where u is not updated */
@@ -122,13 +123,14 @@ typedef struct sweep_vrz_fields {
   const sweep_int *band_idx;
   const sweep_int *band_row;
   void *band_u;
-  void *band_w;           /* boundary saving: the band's 2 + ndim snapshot values */
+  void *replay_u;         /* the CPML replay's ring state (as sweep_acoustic_fields') */
   void *recon_u_next;     /* u run backwards (boundary saving's adjoint) */
   void *recon_u;
-  void *replay_w;
+  void *replay_w;         /* the outer cells' 2 + ndim snapshot values */
   const sweep_int *outer_idx;
   const sweep_int *outer_row;
   const sweep_int *cpml_pos;
+  const sweep_int *ring_code;
   const sweep_int *rec_groups;
   const sweep_int *rec_order;
 } sweep_vrz_fields;
@@ -162,11 +164,12 @@ typedef struct sweep_elastic_fields {
   const sweep_int *band_idx;
   const sweep_int *band_row;
   void *band_u;
-  void *band_w;
+  void *replay_u;
   void *replay_w;
   const sweep_int *outer_idx;
   const sweep_int *outer_row;
   const sweep_int *cpml_pos;
+  const sweep_int *ring_code;
   const sweep_int *rec_groups;
   const sweep_int *rec_order;
 } sweep_elastic_fields;
@@ -202,7 +205,9 @@ typedef struct sweep_acoustic_fields {
   const sweep_int *band_row; /* (shape[0] * shape[1],) first band_idx entry of each row, or -1
                                 (CPU: the forward saves the band while it sweeps the row) */
   void *band_u;           /* (n_steps, n_shots, n_band): u^t on the band */
-  void *band_w;           /* (n_steps, n_shots, n_band): W^t on the band */
+  void *replay_u;         /* CPML replay (below): (n_steps, 2, n_shots, n_ring), u^t and psi^t
+                             along the cell's axis of the ring at the start of step t;
+                             the adjoint recomputes the band's W^t from it */
   void *recon_u_next;     /* adjoint pass only: u^{t+1} on entry, receives u^{t-1} */
   void *recon_u;          /* adjoint pass only: u^t */
   /* CPML replay (boundary saving): the CPML cannot run backwards in time, so
@@ -216,6 +221,9 @@ typedef struct sweep_acoustic_fields {
   const sweep_int *outer_idx; /* (n_outer,) flat indices per shot, ascending */
   const sweep_int *outer_row; /* (shape[0] * shape[1],) first outer_idx entry of each row, or -1 */
   const sweep_int *cpml_pos;  /* (n_cpml,) positions in outer_idx of the CPML cells */
+  const sweep_int *ring_code;  /* (n_ring,) the ring: stored cells outside the model within a
+                                 halo of it along one axis d (the band's stencil reads them),
+                                 as 4 * flat index + d */
   /* CUDA adjoint receiver injection, one thread per (shot, receiver cell):
    * rec_groups[4 g .. 4 g + 3] = shot, cell, first, end into rec_order, which
    * lists receivers (shot * n_rec + r) by cell, in receiver order, so
@@ -231,8 +239,9 @@ typedef struct sweep_acoustic_fields {
  * in the same slots, with zeta*_new as acoustic's; lsrtm_stencil.h).  The
  * members the CPU skeleton reads (cpu_skeleton.h) have the names of
  * sweep_acoustic_fields.  Boundary saving
- * keeps u0 and u1 of the band (band_u) and W0, W1 (band_w), and runs both
- * fields backwards in recon_u0* and recon_u1*.
+ * keeps u0 and u1 of the band (band_u), runs both fields backwards in
+ * recon_u0* and recon_u1* and recomputes the band's W0, W1 from them and the
+ * replay's ring (replay_u: u0, u1, psi0, psi1).
  */
 typedef struct sweep_lsrtm_fields {
   const void *v2dt2;        /* K = (vp dt)^2 on the padded grid, as acoustic's v2dt2 */
@@ -264,7 +273,7 @@ typedef struct sweep_lsrtm_fields {
   const sweep_int *band_idx;
   const sweep_int *band_row;
   void *band_u;             /* boundary saving: u0^t, u1^t of the band (SWEEP_EQ_BAND_VALUES 2) */
-  void *band_w;             /* W0^t, W1^t of the band */
+  void *replay_u;           /* the CPML replay's ring state: u0, u1, psi0, psi1 */
   void *recon_u0_next;      /* the forward fields run backwards (boundary saving's adjoint) */
   void *recon_u0;
   void *recon_u1_next;
@@ -273,6 +282,7 @@ typedef struct sweep_lsrtm_fields {
   const sweep_int *outer_idx;
   const sweep_int *outer_row;
   const sweep_int *cpml_pos;
+  const sweep_int *ring_code;
   const sweep_int *rec_groups;
   const sweep_int *rec_order;
 } sweep_lsrtm_fields;

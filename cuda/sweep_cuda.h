@@ -104,6 +104,52 @@ __device__ __forceinline__ sweep_int sweep_outer_pos(const sweep_acoustic_params
  * flat order), or -1: a model row outside the plain cells in z or y is band
  * as a whole, others at their two x ends (row_ends of the CPU skeleton,
  * clamped the same way on narrow models). */
+/* Boundary saving's ring (ring_code: 4 * cell + the axis of its psi), one
+ * thread per (shot, ring cell j): item = shot * n_ring + j.  Returns the cell
+ * (in one shot's grid), its shot's offset and the axis.  A slot of replay_u
+ * holds value v at (v * n_shots + shot) * n_ring + j. */
+__device__ __forceinline__ sweep_int sweep_ring_cell(const sweep_acoustic_params &p,
+                                                     const sweep_int *ring_code, sweep_int item,
+                                                     sweep_int *off, int *d) {
+  const sweep_int code = ring_code[item % p.n_ring];
+  *off = item / p.n_ring * p.shot_stride;
+  *d = (int)(code & 3);
+  return code >> 2;
+}
+
+/* The ring kernels of an equation of one wavefield (u, psi; acoustic and
+ * VRZ).  Save (CPML replay, after the band's load): u^t and psi^t along the
+ * cell's axis to replay_u.  Load (adjoint, before the step): u^t into
+ * recon_u and psi^t into recon_u_next, whose ring cells the step reads
+ * nowhere else (the band's W, acoustic_w_band_point). */
+template <class F>
+__device__ __forceinline__ void sweep_ring_save(const sweep_acoustic_params &p, const F &f,
+                                                sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_ring) return;
+  sweep_int off;
+  int d;
+  const sweep_int i = sweep_ring_cell(p, f.ring_code, item, &off, &d);
+  const sweep_int vs = p.n_shots * p.n_ring;
+  R *out = (R *)f.replay_u + 2 * slot * vs + item;
+  out[0] = ((const R *)f.u)[off + i];
+  out[vs] = ((const R *)f.psi[d])[off + i];
+}
+
+template <class F>
+__device__ __forceinline__ void sweep_ring_load(const sweep_acoustic_params &p, const F &f,
+                                                sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= p.n_shots * p.n_ring) return;
+  sweep_int off;
+  int d;
+  const sweep_int i = sweep_ring_cell(p, f.ring_code, item, &off, &d);
+  const sweep_int vs = p.n_shots * p.n_ring;
+  const R *in = (const R *)f.replay_u + 2 * slot * vs + item;
+  ((R *)f.recon_u)[off + i] = in[0];
+  ((R *)f.recon_u_next)[off + i] = in[vs];
+}
+
 __device__ __forceinline__ sweep_int sweep_band_pos(const sweep_acoustic_params &p,
                                                     const sweep_int *band_row,
                                                     const sweep_int *c, int mask) {

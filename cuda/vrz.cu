@@ -4,11 +4,12 @@
  * over the point arithmetic of vrz_stencil.h, which the CPU kernels run too.
  * One step is: stencil kernel (the adjoint's also adds the model gradients
  * of its cell from the step's snapshot), receivers, sources, free-surface
- * ghosts.  Boundary saving: the forward keeps the band's u (band_u) and
- * snapshot values (band_w; the CPML replay, replay_w); the adjoint first
- * rebuilds the step's snapshot in slot 0 of store (vrz_recon_snapshot,
- * which also runs u backwards on the plain cells), then correlates it as
- * full storage does (SWEEP_EQ_RECON_SNAPSHOT of the CPU skeleton).
+ * ghosts.  Boundary saving: the forward keeps the band's u (band_u; the
+ * CPML replay, the outer cells' snapshot values replay_w and the ring's
+ * state replay_u); the adjoint first rebuilds the step's snapshot in slot 0
+ * of store (vrz_recon_snapshot, which also runs u backwards on the plain
+ * cells), then correlates it as full storage does (SWEEP_EQ_RECON_SNAPSHOT
+ * of the CPU skeleton).
  */
 #include "sweep_common.h"
 #include "vrz_stencil.h"
@@ -26,8 +27,8 @@ __device__ __forceinline__ void vrz_put_snapshot(R *st, sweep_int vs, R w, R u, 
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) st[(2 + d - SWEEP_FIRST_AXIS) * vs] = psi[d] ? psi[d][i] : (R)0;
 }
 
-/* slot: compact snapshot slot of this step, or -1 (not stored); with
- * boundary saving the step's slot of band_w or (the CPML replay) replay_w. */
+/* slot: compact snapshot slot of this step, or -1 (not stored); in the CPML
+ * replay the step's slot of replay_w. */
 extern "C" __global__ void vrz_forward(const sweep_acoustic_params p, const sweep_vrz_fields f,
                                        sweep_int slot) {
   sweep_int shot, c[3];
@@ -58,13 +59,6 @@ extern "C" __global__ void vrz_forward(const sweep_acoustic_params p, const swee
                        u[i], psi, i);
     return;
   }
-  if (f.band_w) {
-    const sweep_int o = sweep_band_pos(p, f.band_row, c, mask);
-    const sweep_int vs = p.n_shots * p.n_band;
-    if (o >= 0)
-      vrz_put_snapshot((R *)f.band_w + slot * SNAP_VALUES * vs + shot * p.n_band + o, vs, w,
-                       u[i], psi, i);
-  }
   if (!f.store || slot < 0) return;
   const sweep_int m = sweep_store_index(p, c);
   if (m < 0) return;
@@ -83,8 +77,7 @@ extern "C" __global__ void vrz_band_load(const sweep_acoustic_params p, const sw
       ((const R *)f.band_u)[slot * p.n_shots * p.n_band + item];
 }
 
-/* Boundary saving, forward: u^t of the band (its snapshot values come from
- * vrz_forward). */
+/* Boundary saving, forward: u^t of the band. */
 extern "C" __global__ void vrz_band_save(const sweep_acoustic_params p, const sweep_vrz_fields f,
                                          sweep_int slot) {
   const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
@@ -98,8 +91,10 @@ extern "C" __global__ void vrz_band_save(const sweep_acoustic_params p, const sw
  * Boundary saving, adjoint, before vrz_adjoint: the snapshot of step t in
  * slot 0 of store.  Plain cells: u runs one step backwards (recon_u: u^t;
  * recon_u_next: u^{t+1}, receives u^{t-1}; the forward update with no CPML
- * axis, vrz_fwd_point's), W^t, u^t and psi^t = 0; band cells from band_w,
- * the CPML's from the replay (slot: the step's slot of both).
+ * axis, vrz_fwd_point's), W^t, u^t and psi^t = 0; band cells the same, W^t
+ * from the reconstruction, the band's u^t and the ring's state
+ * (vrz_w_band_point, after vrz_ring_load); the CPML's from the replay (slot:
+ * the step's slot of replay_w).
  */
 extern "C" __global__ void vrz_recon_snapshot(const sweep_acoustic_params p,
                                               const sweep_vrz_fields f, sweep_int slot) {
@@ -112,8 +107,6 @@ extern "C" __global__ void vrz_recon_snapshot(const sweep_acoustic_params p,
   const sweep_int vs = p.n_shots * sweep_store_cells(p);
   R *st = (R *)f.store + shot * sweep_store_cells(p) + m;
   const int mask = sweep_pml_mask(p, c);
-  const R *src = 0;
-  sweep_int svs = 0;
   if (!mask) {
     R *none[3] = {0, 0, 0}; /* no CPML terms: never read */
     const R *pa[3], *pb[3];
@@ -128,16 +121,31 @@ extern "C" __global__ void vrz_recon_snapshot(const sweep_acoustic_params p,
     vrz_put_snapshot(st, vs, w, ru[i], none, i);
     return;
   }
-  const sweep_int b = sweep_band_pos(p, f.band_row, c, mask);
-  if (b >= 0) {
-    svs = p.n_shots * p.n_band;
-    src = (const R *)f.band_w + slot * SNAP_VALUES * svs + shot * p.n_band + b;
-  } else {
-    const sweep_int o = sweep_outer_pos(p, f.outer_row, c, mask);
-    svs = p.n_shots * p.n_outer;
-    src = (const R *)f.replay_w + slot * SNAP_VALUES * svs + shot * p.n_outer + o;
+  if (sweep_band_pos(p, f.band_row, c, mask) >= 0) {
+    R *none[3] = {0, 0, 0}; /* psi^t of a model cell: zero */
+    const R *ru = (const R *)f.recon_u + off;
+    const R w = FN(vrz_w_band_point)(&p, (const R *)f.buoyancy, ru,
+                                     (const R *)f.recon_u_next + off, i, c[0], c[1], c[2], mask);
+    vrz_put_snapshot(st, vs, w, ru[i], none, i);
+    return;
   }
+  const sweep_int o = sweep_outer_pos(p, f.outer_row, c, mask);
+  const sweep_int svs = p.n_shots * p.n_outer;
+  const R *src = (const R *)f.replay_w + slot * SNAP_VALUES * svs + shot * p.n_outer + o;
   for (int v = 0; v < SNAP_VALUES; ++v) st[v * vs] = src[v * svs];
+}
+
+/* CPML replay: u^t and psi^t of the ring (sweep_ring_save). */
+extern "C" __global__ void vrz_ring_save(const sweep_acoustic_params p, const sweep_vrz_fields f,
+                                         sweep_int slot) {
+  sweep_ring_save(p, f, slot);
+}
+
+/* Boundary saving, adjoint, before the step: the ring's state into the
+ * reconstruction (sweep_ring_load). */
+extern "C" __global__ void vrz_ring_load(const sweep_acoustic_params p, const sweep_vrz_fields f,
+                                         sweep_int slot) {
+  sweep_ring_load(p, f, slot);
 }
 
 /* Boundary saving, adjoint: restore u^{t-1} of the band (after

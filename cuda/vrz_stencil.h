@@ -132,6 +132,34 @@ SWEEP_HD SWEEP_R SWEEP_FN(vrz_fwd_point)(
   return w;
 }
 
+/* Boundary saving: W^n of band cell i at (cz, cy, cx), bitwise vrz_fwd_point's
+ * there (up to the sign of a zero), from u^n on the model and the ring (u)
+ * and psi^n of each ring cell along its axis (rpsi), as
+ * acoustic_w_band_point. */
+#define SWEEP_VRZ_TAP_RING_BPSI_(k) (SWEEP_LD(bb_ + (k) * s_) * SWEEP_TAP_RING_PSI_(k))
+SWEEP_HD SWEEP_R SWEEP_FN(vrz_w_band_point)(const sweep_acoustic_params *p,
+                                            const SWEEP_R *SWEEP_RESTRICT buoyancy,
+                                            const SWEEP_R *SWEEP_RESTRICT u,
+                                            const SWEEP_R *SWEEP_RESTRICT rpsi, sweep_int i,
+                                            sweep_int cz, sweep_int cy, sweep_int cx,
+                                            const int flags) {
+  SWEEP_COEFFS;
+  const sweep_int c[3] = {cz, cy, cx};
+  const SWEEP_R *const bb_ = buoyancy + i;
+  const SWEEP_R b0_ = *bb_, u0_ = u[i];
+  SWEEP_R w = 0;
+  SWEEP_UNROLL
+  for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
+    const sweep_int cd_ = c[d];
+    const SWEEP_R rdx_ = (SWEEP_R)p->rdx[d], rdx2_ = (SWEEP_R)p->rdx2[d];
+    SWEEP_RING_BOUNDS(p, d);
+    (void)cd_;
+    SWEEP_BAND_AXIS_OP(SWEEP_VRZ_L, SWEEP_VRZ_FLUX_U_, SWEEP_VRZ_TAP_RING_BPSI_, SWEEP_R, w,
+                       u + i, rpsi + i, p->stride[d], rdx_, rdx2_, flags & (1 << d));
+  }
+  return w;
+}
+
 /*
  * Adjoint update of point i in mu = K lambda: mu holds that of u^{n+1},
  * mu_prev that of u^{n+2} on entry and receives that of u^n; P/Z hold the

@@ -3,6 +3,7 @@
 #undef SWEEP_VRZ_L
 #undef SWEEP_VRZ_FLUX_U_
 #undef SWEEP_VRZ_TAP_BPSI_
+#undef SWEEP_VRZ_TAP_RING_BPSI_
 #undef SWEEP_VRZ_TAP_T_
 #undef SWEEP_VRZ_FLUX_T_
 #undef SWEEP_VRZ_FLUX_G_

@@ -202,7 +202,7 @@ class _EventStepper:
         return None
 
 
-_BOUNDARY_KEYS = ("band_u", "band_w", "band_u_offset", "replay_w")
+_BOUNDARY_KEYS = ("band_u", "band_u_offset", "replay_w", "replay_u")
 
 
 def _check_unsplit(kw: dict[str, Any], bounds: list[int]) -> None:

@@ -40,7 +40,7 @@ from ._xp import kernel_array
 # is a dense C-order array of the compute dtype.
 _INDEX_FIELDS = frozenset(
     {"src_idx", "rec_idx", "band_idx", "band_row", "rec_groups", "rec_order", "outer_idx",
-     "outer_row", "cpml_pos"}
+     "outer_row", "cpml_pos", "ring_code"}
 )  # fmt: skip
 _GRID_FIELDS = frozenset(
     {"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "grad_v2dt2", "recon_u_next", "recon_u"}
@@ -49,7 +49,7 @@ _GRID_FIELDS = frozenset(
 # read, so read-only is fine).
 _WRITES = {
     False: frozenset(
-        {"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store", "band_u", "band_w", "replay_w"}
+        {"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store", "band_u", "replay_w", "replay_u"}
     ),
     True: frozenset(
         {"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "grad_v2dt2", "grad_src",
@@ -345,10 +345,15 @@ class CompiledStepper:
         return self._with_values((self.geom.n_shots, len(self.geom.band_idx)), self.band_values)
 
     @property
-    def band_w_shape(self) -> tuple[int, ...]:
-        """Shape of one step's band save of the snapshot (``band_w``), every shot."""
+    def ring_values(self) -> int:
+        """State values per ring cell a CPML replay keeps: u and psi (the cell's axis) per wave."""
+        return 2 * self.band_values
+
+    @property
+    def ring_shape(self) -> tuple[int, ...]:
+        """Shape of one step of a CPML replay's ring state (``replay_u``), every shot."""
         g = self.geom
-        return self._with_values((g.n_shots, len(g.band_idx)), self.snapshot_values)
+        return self._with_values((g.n_shots, len(g.ring_idx)), self.ring_values)
 
     @property
     def outer_shape(self) -> tuple[int, ...]:
@@ -478,13 +483,14 @@ class CompiledStepper:
         if self.reversible:
             out |= {
                 "band_u": ((-1, *self.band_shape), 0),
-                "band_w": ((-1, *self.band_w_shape), 0),
                 "band_idx": ((len(g.band_idx),), 0),
                 "band_row": ((len(g.band_row),), 0),
                 "replay_w": ((-1, *self.outer_shape), 0),
                 "outer_idx": ((len(g.outer_idx),), 0),
                 "outer_row": ((len(g.outer_row),), 0),
                 "cpml_pos": ((len(g.cpml_pos),), 0),
+                "replay_u": ((-1, *self.ring_shape), 0),
+                "ring_code": ((len(g.ring_code),), 0),
             }
         return out
 
@@ -596,10 +602,11 @@ class CompiledStepper:
                 (g.outer_idx, "outer indices"),
                 (g.outer_row, "outer rows"),
                 (g.cpml_pos, "CPML positions"),
+                (g.ring_code, "ring cells"),
             )
         )
 
-    def _band(self, f: _Fields, replay_w: Any = None) -> None:
+    def _band(self, f: _Fields, replay_w: Any = None, replay_u: Any = None) -> None:
         f.set("band_idx", self._band_arrays[0])
         f.set("band_row", self._band_arrays[1])
         if replay_w is not None:
@@ -607,6 +614,9 @@ class CompiledStepper:
             f.set("outer_idx", self._band_arrays[2])
             f.set("outer_row", self._band_arrays[3])
             f.set("cpml_pos", self._band_arrays[4])
+        if replay_u is not None:
+            f.set("replay_u", replay_u)
+            f.set("ring_code", self._band_arrays[5])
 
     def _params(self, store_every: int, band: bool) -> np.ndarray:
         p = self._constants["params"].copy()
@@ -614,6 +624,7 @@ class CompiledStepper:
         p["n_band"] = len(self.geom.band_idx) if band else 0
         p["n_outer"] = len(self.geom.outer_idx) if band else 0
         p["n_cpml"] = len(self.geom.cpml_pos) if band else 0
+        p["n_ring"] = len(self.geom.ring_idx) if band else 0
         return p
 
     # -- stepping ----------------------------------------------------------------
@@ -629,16 +640,14 @@ class CompiledStepper:
         store: Any = None,
         store_every: int = 1,
         band_u: Any = None,
-        band_w: Any = None,
     ) -> None:
         """Advance ``state`` by steps ``t0 .. t0+n-1``.
 
         ``receivers`` (n_shots, n_rec, nt) receives samples t0..t0+n-1.
         ``store`` receives the snapshot (acoustic: W of the model and CPML
         cells) of every step ``t`` with ``t % store_every == 0``, slot 0 being
-        the first such step.  ``band_u`` (n, *band_shape) and ``band_w`` (n,
-        *band_w_shape) receive the band's state (acoustic: u^t) and snapshot
-        (W^t) (boundary saving, reversible steppers).
+        the first such step.  ``band_u`` (n, *band_shape) receives the band's
+        state (acoustic: u^t; boundary saving, reversible steppers).
         """
         if n <= 0:
             return
@@ -652,7 +661,7 @@ class CompiledStepper:
                 stages=self.stages,
             )
         out = {"receivers": receivers, "store": store, "store_every": store_every,
-               "band_u": band_u, "band_w": band_w}  # fmt: skip
+               "band_u": band_u}  # fmt: skip
         if tuner is None:
             self._forward_call(state, coeffs, amp, t0, n, out)
             self._check_finite(self._watched(state), "forward", t0, t0 + n - 1)
@@ -676,7 +685,7 @@ class CompiledStepper:
         ``blocking`` (steps, group, tile), when given, replaces the untuned choice.
         """
         receivers, store, store_every = out["receivers"], out["store"], out["store_every"]
-        band_u, band_w = out["band_u"], out["band_w"]
+        band_u = out["band_u"]
         g = self.geom
         f = _Fields(self, adjoint=False)
         self._common(f, coeffs, amp, adjoint=False)
@@ -688,7 +697,6 @@ class CompiledStepper:
         if band_u is not None:
             self._band(f)
             f.set("band_u", band_u)
-            f.set("band_w", band_w)
         params = self._params(store_every, band_u is not None)
         if blocking is not None:
             params["block_steps"], params["block_group"], params["block_tile"] = blocking
@@ -707,18 +715,18 @@ class CompiledStepper:
         *,
         store: Any = None,
         store_every: int = 1,
-        band_w: Any = None,
         band_u_offset: tuple[Any, int] | None = None,
         replay_w: Any = None,
+        replay_u: Any = None,
     ) -> None:
         """Run adjoint steps ``t_end-1`` down to ``t_end-n``.
 
         ``store``: snapshots of this range as :meth:`forward_steps` wrote them.
         Boundary saving (reversible steppers, with the reconstruction
-        started): ``band_w`` holds slots t_end-n .. t_end-1; ``band_u_offset =
-        (array, offset_bytes)`` points at the slot of step t_end-n-1 (the
-        offset may reach one slot before the array); ``replay_w`` holds W of
-        the outer cells for slots t_end-n .. t_end-1 (``replay_steps``).
+        started): ``band_u_offset = (array, offset_bytes)`` points at the slot
+        of step t_end-n-1 (the offset may reach one slot before the array);
+        ``replay_w`` and ``replay_u`` hold W of the outer cells and the ring's
+        state for slots t_end-n .. t_end-1 (``replay_steps``).
         """
         if n <= 0:
             return
@@ -730,7 +738,7 @@ class CompiledStepper:
         self._adjoint_state(f, adj)
         f.set("grad_src", adj.grad_src)
         f.set("store", store)
-        recon = self._reconstruction(f, adj, band_w, band_u_offset, replay_w)
+        recon = self._reconstruction(f, adj, band_u_offset, replay_w, replay_u)
         params = self._params(store_every, recon)
         self._run(g.ndim, g.order, self.dtype == np.float64, True, params, f.rec, t_end, n,
                   self.n_threads)  # fmt: skip
@@ -773,16 +781,15 @@ class CompiledStepper:
         """Swap ``adj``'s buffers as an odd number of adjoint steps did."""
         adj.swap()
 
-    def _reconstruction(self, f: _Fields, adj: Any, band_w: Any, band_u_offset: Any,
-                        replay_w: Any) -> bool:  # fmt: skip
+    def _reconstruction(self, f: _Fields, adj: Any, band_u_offset: Any, replay_w: Any,
+                        replay_u: Any) -> bool:  # fmt: skip
         """Point ``f`` at boundary saving's buffers when ``adj`` reconstructs; whether it does."""
         recon = self._recon_fields(adj)
         if not recon:
             return False
         for name, value in recon.items():
             f.set(name, value)
-        self._band(f, replay_w)
-        f.set("band_w", band_w)
+        self._band(f, replay_w, replay_u)
         arr, offset = band_u_offset if band_u_offset is not None else (None, 0)
         f.set("band_u", arr, offset=offset)
         return True
@@ -793,7 +800,15 @@ class CompiledStepper:
 
     # -- boundary saving's stepping (reversible steppers) ---------------------------
     def replay_steps(
-        self, state: Any, coeffs: Any, t0: int, n: int, *, band_u: Any, replay_w: Any
+        self,
+        state: Any,
+        coeffs: Any,
+        t0: int,
+        n: int,
+        *,
+        band_u: Any,
+        replay_w: Any,
+        replay_u: Any = None,
     ) -> None:
         """Re-run the CPML forward over steps ``t0 .. t0+n-1`` (boundary saving).
 
@@ -801,8 +816,11 @@ class CompiledStepper:
         each step first loads the band's state of step t from ``band_u``
         (slot 0: step ``t0``), the CPML's inner boundary, and ``replay_w``
         (n, *outer_shape) receives the snapshots of the outer cells, bitwise
-        what the forward pass computed on the CPML cells.  Plain cells are not
-        updated and the band's results are not meaningful.
+        what the forward pass computed on the CPML cells, and ``replay_u``
+        (n, *ring_shape), when given, the ring's state (u, and psi along the
+        cell's axis, per wave) at the start of each step, from which the
+        adjoint recomputes the band's snapshots.  Plain cells are not updated
+        and the band's results are not meaningful.
         """
         if n <= 0:
             return
@@ -810,7 +828,7 @@ class CompiledStepper:
         f = _Fields(self, adjoint=False)
         self._common(f, coeffs, None, adjoint=False)
         self._forward_state(f, state)
-        self._band(f, replay_w)
+        self._band(f, replay_w, replay_u)
         f.set("band_u", band_u)
         self._run(g.ndim, g.order, self.dtype == np.float64, False, self._params(1, True), f.rec,
                   t0, n, self.n_threads)  # fmt: skip

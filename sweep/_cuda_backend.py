@@ -260,8 +260,13 @@ def run_steps(
     recon = adjoint and recon_names[0][1] in f.dtype.names and bool(int(f[recon_names[0][1]]))
     recon = recon and bool(int(f[GRADIENT[equation]]))
     # CPML replay (boundary saving): the forward loads the band's u^t and keeps
-    # W^t of the outer cells; the adjoint correlates the CPML cells with it.
+    # W^t of the outer cells and the ring's state; the adjoint correlates the
+    # CPML cells with the W^t and loads the ring's state for the band's W^t.
     replay = bool(int(f["replay_w"]))
+    n_ring = int(p["n_ring"]) if int(f["replay_u"]) and int(f["ring_code"]) else 0
+    if n_ring and (replay or recon):
+        ring = kernel("ring_load" if adjoint else "ring_save")
+        ring_grid = ((n_shots * n_ring + 255) // 256,)
     if n_band:
         band = kernel("band_restore" if adjoint else "band_save")
         band_load = kernel("band_load")
@@ -286,6 +291,8 @@ def run_steps(
         if not adjoint and n_band:
             load_or_save = band_load if replay else band
             load_or_save(band_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
+        if n_ring and (replay or recon):  # after the band's load; before the step's rows
+            ring(ring_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
         if rebuild:
             snapshot(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
             slot = 0  # the rebuilt snapshot

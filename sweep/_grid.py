@@ -280,6 +280,7 @@ class Geometry:
             p["store_hi"][off + d] = self.padded_shape[d] - self.halo
         p["store_every"] = 1
         p["n_band"] = 0
+        p["n_ring"] = 0
         p["slot_shots"] = self.n_shots
         return p
 
@@ -327,8 +328,10 @@ class Geometry:
     def band_idx(self) -> np.ndarray:
         """Flat indices (kernels' layout) of the band: model cells within a halo of the CPML.
 
-        Boundary saving keeps u and W of these cells; the rest of the model
-        (the plain cells) is recomputed backwards in time.
+        Boundary saving keeps u of these cells every step (their W is
+        recomputed from it, the plain cells' u and the ring's,
+        :attr:`ring_idx`); the rest of the model (the plain cells) is
+        recomputed backwards in time.
         """
         band = np.zeros(self.layout_shape, dtype=bool)
         band[self.model_slices()] = True
@@ -343,6 +346,45 @@ class Geometry:
         no band cells.
         """
         return _row_starts(self.band_idx, self.layout_shape[-1], self.kernel_shot_stride)
+
+    @cached_property
+    def ring_idx(self) -> np.ndarray:
+        """Flat indices (kernels' layout) of the ring: the CPML cells a band cell's stencil reads.
+
+        Stored non-model cells within a halo of the model along one axis and
+        inside it along the others (the star stencil's reach from the band),
+        ascending.  The CPML replay keeps their state each step so that the
+        boundary-saving adjoint recomputes the band's snapshots instead of
+        storing them.  Free-surface ghosts are not stored cells (the ghost
+        hooks refill them).
+        """
+        ring = np.zeros(self.layout_shape, dtype=bool)
+        model = self.model_slices()
+        h = self.halo
+        for d in range(self.ndim):
+            lo, hi = model[d].start, model[d].stop
+            n_pad = self.padded_shape[d]
+            for a, b in ((max(h, lo - h), lo), (hi, min(hi + h, n_pad - h))):
+                sl = list(model)
+                sl[d] = slice(a, b)
+                ring[tuple(sl)] = True
+        return np.flatnonzero(ring).astype(np.int64)
+
+    @cached_property
+    def ring_code(self) -> np.ndarray:
+        """:attr:`ring_idx` with each cell's axis: ``4 * index + axis`` (padded axis numbers).
+
+        The axis (along which the cell lies outside the model) says which
+        psi its band neighbours read; the kernels take it from here instead
+        of dividing the index every step.
+        """
+        idx = self.ring_idx
+        coords = np.unravel_index(idx, self.layout_shape)
+        axis = np.zeros(len(idx), dtype=np.int64)
+        for d in range(self.ndim):
+            lo, hi = self.lo(d), self.lo(d) + self.model_shape[d]
+            axis[(coords[d] < lo) | (coords[d] >= hi)] = 3 - self.ndim + d
+        return 4 * idx + axis
 
     @cached_property
     def outer_idx(self) -> np.ndarray:

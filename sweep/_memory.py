@@ -9,15 +9,18 @@ produced (for the acoustic equation ``W^t``, the factor multiplying
     memory, host memory or a temporary file (:mod:`sweep._storage`),
     optionally compressed to bfloat16.
 ``boundary``
-    Store only the band of model cells next to the CPML (``u`` and ``W``) at
-    every step and run the forward wavefield backwards in time on the rest of
-    the model during the adjoint pass.  Leapfrog is time-reversible, so this
-    recomputes what full storage would have stored, up to round-off.  The
-    damped CPML is not: its state is saved every few steps (the strips of
+    Store only the state (``u``) of the band of model cells next to the CPML
+    at every step and run the forward wavefield backwards in time on the rest
+    of the model during the adjoint pass.  Leapfrog is time-reversible, so
+    this recomputes what full storage would have stored, up to round-off.
+    The damped CPML is not: its state is saved every few steps (the strips of
     :meth:`~sweep._stepper.ReversibleState.outer_parts`) and each segment is
     replayed forward in the adjoint pass with the band's saved ``u`` as its
     inner boundary, which gives the CPML cells' ``W`` bitwise as the forward
-    pass had it.  Only equations whose stepper is reversible allow it.
+    pass had it, and the state of the ring of CPML cells next to the band,
+    from which (with the band's saved ``u`` and the reconstructed plain
+    cells) the reconstruction recomputes the band's ``W``.  Only equations
+    whose stepper is reversible allow it.
 ``ckpt-chunk`` / ``ckpt-recursive``
     Keep whole forward states at a few times and replay the forward pass from
     them: evenly spaced chunks, or the binomial (Revolve) schedule of
@@ -253,22 +256,26 @@ def replay_segment(engine: ReversibleStepper) -> int:
     """Return the steps per CPML replay segment of boundary saving.
 
     Segments of S steps keep nt / S saved CPML states and one buffer of S
-    steps of outer-cell W; S = sqrt(nt * state / step) makes their sum least.
+    steps of outer-cell W and ring state; S = sqrt(nt * state / step) makes
+    their sum least.
     """
     nt = engine.nt
-    step = math.prod(engine.outer_shape) * engine.dtype.itemsize
+    step = _replay_step_bytes(engine)
     s = round(math.sqrt(nt * engine.outer_state_bytes / max(step, 1)))
     return max(1, min(nt, s))
 
 
+def _replay_step_bytes(engine: ReversibleStepper) -> int:
+    """Bytes one replayed step keeps: the outer cells' W and the ring's state."""
+    cells = math.prod(engine.outer_shape) + math.prod(engine.ring_shape)
+    return cells * engine.dtype.itemsize
+
+
 def boundary_bytes(engine: ReversibleStepper) -> int:
-    """Band strips of every step, the saved CPML states and one replay buffer."""
+    """Return the bytes of the band's state of every step, the CPML states and one replay buffer."""
     nt, seg = engine.nt, replay_segment(engine)
-    band = sum(
-        SnapshotStore.bytes_needed(nt, shape, engine.dtype, None)
-        for shape in (engine.band_shape, engine.band_w_shape)
-    )
-    replay = seg * math.prod(engine.outer_shape) * engine.dtype.itemsize
+    band = SnapshotStore.bytes_needed(nt, engine.band_shape, engine.dtype, None)
+    replay = seg * _replay_step_bytes(engine)
     return band + -(-nt // seg) * engine.outer_state_bytes + replay
 
 
@@ -840,12 +847,9 @@ def _backward_full(run: _Bwd) -> None:
 def _forward_boundary(run: _Fwd) -> None:
     engine, coeffs, amp, state, receivers, tape, bar, progress = run.parts()
     nt, plan_ = engine.nt, tape.plan  # plan() chose boundary saving: a ReversibleStepper
-    bu, bw = (
-        SnapshotStore(nt, shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
-        for shape in (engine.band_shape, engine.band_w_shape)
-    )
-    tape.stores.extend((bu, bw))
-    windows = _Window(engine, bu), _Window(engine, bw)
+    bu = SnapshotStore(nt, engine.band_shape, engine.dtype, mode=plan_.storage, xp=engine.xp)
+    tape.stores.append(bu)
+    window = _Window(engine, bu)
     seg = replay_segment(engine)
     bounds = _store_bounds(engine, bu, progress, align=max(1, plan_.transfer_interval))
     # Segments start the replays; callback steps must end calls (sweep._callbacks).
@@ -854,10 +858,9 @@ def _forward_boundary(run: _Fwd) -> None:
         if t0 % seg == 0:  # the outer state a replay of this segment starts from
             tape.states.append([x.copy() for x in state.outer_parts()])
         n = t1 - t0
-        u, w = (win.for_writing(t0, n) for win in windows)
-        engine.forward_steps(state, coeffs, amp, t0, n, receivers=receivers, band_u=u, band_w=w)
+        u = window.for_writing(t0, n)
+        engine.forward_steps(state, coeffs, amp, t0, n, receivers=receivers, band_u=u)
         bu.put(t0, u)
-        bw.put(t0, w)
         bar.update(n)
     tape.actions = list(pairwise(bounds))
 
@@ -865,8 +868,8 @@ def _forward_boundary(run: _Fwd) -> None:
 def _backward_boundary(run: _Bwd) -> None:
     engine, tape, adj, grad_rec, bar, _ = run.parts()
     nt = engine.nt
-    bu, bw = tape.stores
-    win_u, win_w = _Window(engine, bu), _Window(engine, bw)
+    (bu,) = tape.stores
+    win_u = _Window(engine, bu)
     win_replay = _Window(engine, bu)  # the band's u for the replay, read apart
     engine.start_reconstruction(adj, tape.final)
     slot_bytes = math.prod(engine.band_shape) * engine.dtype.itemsize
@@ -874,6 +877,7 @@ def _backward_boundary(run: _Bwd) -> None:
     seg = replay_segment(engine)
     replay_state = engine.new_state()
     replay_w = engine.zeros(min(seg, nt), *engine.outer_shape)
+    replay_u = engine.zeros(min(seg, nt), *engine.ring_shape)
     replayed = -1
     for t0, t1 in reversed(tape.actions):
         n = t1 - t0
@@ -886,9 +890,9 @@ def _backward_boundary(run: _Bwd) -> None:
             tape.states[s0 // seg] = None
             band_u = win_replay.for_reading(s0, s1 - s0)
             engine.replay_steps(replay_state, tape.coeffs, s0, s1 - s0, band_u=band_u,
-                                replay_w=replay_w[: s1 - s0])  # fmt: skip
+                                replay_w=replay_w[: s1 - s0],
+                                replay_u=replay_u[: s1 - s0])  # fmt: skip
             replayed = s0
-        w = win_w.for_reading(t0, n)
         # band_u slot 0 must be step t0 - 1; for t0 == 0 that step is never read,
         # so the pointer may sit one slot before the array (and a one-step call
         # from 0 reads none of it, but the kernels still check its layout).
@@ -902,9 +906,9 @@ def _backward_boundary(run: _Bwd) -> None:
             grad_rec,
             t1,
             n,
-            band_w=w,
             band_u_offset=(u, offset),
             replay_w=replay_w[t0 - s0 : t1 - s0],
+            replay_u=replay_u[t0 - s0 : t1 - s0],
         )
         bar.update(n)
 

@@ -212,12 +212,13 @@ class Stepper(Protocol):
 class ReversibleStepper(Stepper, Protocol):
     """A stepper whose forward pass runs backwards in time: boundary saving applies.
 
-    The forward pass saves, at every step, a band of cells next to the
-    absorbing boundary (``band_u``, the state values for running the fields
-    backwards, and ``band_w``, the band's snapshots); the adjoint pass runs the field
-    backwards on the inner cells (the reconstruction) and replays the
+    The forward pass saves, at every step, the state values of a band of cells
+    next to the absorbing boundary (``band_u``); the adjoint pass runs the
+    field backwards on the inner cells (the reconstruction) and replays the
     absorbing boundary forward from saved outer states, segment by segment,
-    for the outer cells' snapshots (``replay_w``).
+    for the outer cells' snapshots (``replay_w``) and the state of the ring
+    of CPML cells the band's stencil reads (``replay_u``), from which the
+    reconstruction recomputes the band's snapshots.
     """
 
     @property
@@ -226,8 +227,8 @@ class ReversibleStepper(Stepper, Protocol):
         ...
 
     @property
-    def band_w_shape(self) -> tuple[int, ...]:
-        """Shape of one step of ``band_w`` (the band's snapshots), every shot."""
+    def ring_shape(self) -> tuple[int, ...]:
+        """Shape of one step of ``replay_u`` (the ring's state values), every shot."""
         ...
 
     @property
@@ -261,18 +262,27 @@ class ReversibleStepper(Stepper, Protocol):
         store: Any = None,
         store_every: int = 1,
         band_u: Any = None,
-        band_w: Any = None,
     ) -> None:
-        """As :meth:`Stepper.forward_steps`; ``band_u``, ``band_w`` (n steps each) get the band."""
+        """As :meth:`Stepper.forward_steps`; ``band_u`` (n steps) gets the band's state."""
         ...
 
     def replay_steps(
-        self, state: Any, coeffs: Any, t0: int, n: int, *, band_u: Any, replay_w: Any
+        self,
+        state: Any,
+        coeffs: Any,
+        t0: int,
+        n: int,
+        *,
+        band_u: Any,
+        replay_w: Any,
+        replay_u: Any = None,
     ) -> None:
         """Replay the outer cells over steps ``t0 .. t0+n-1`` from ``state``'s outer parts.
 
         ``band_u`` (slot 0: step ``t0``) is their inner boundary; ``replay_w``
-        (n, *outer_shape) receives their snapshots, bitwise the forward pass's.
+        (n, *outer_shape) receives their snapshots, bitwise the forward pass's,
+        and ``replay_u`` (n, *ring_shape), when given, the ring's state at the
+        start of each step.
         """
         ...
 
@@ -291,16 +301,16 @@ class ReversibleStepper(Stepper, Protocol):
         *,
         store: Any = None,
         store_every: int = 1,
-        band_w: Any = None,
         band_u_offset: tuple[Any, int] | None = None,
         replay_w: Any = None,
+        replay_u: Any = None,
     ) -> None:
         """As :meth:`Stepper.adjoint_steps`, or with the reconstruction started.
 
-        Then ``band_w`` holds the band's snapshots of steps ``t_end-n ..
-        t_end-1``, ``band_u_offset = (array, offset_bytes)`` points at the
-        band's ``u`` of step ``t_end-n-1`` (the offset may reach one slot
-        before the array: that step is not read when it is -1), and
-        ``replay_w`` the outer cells' snapshots of the range.
+        Then ``band_u_offset = (array, offset_bytes)`` points at the band's
+        ``u`` of step ``t_end-n-1`` (the offset may reach one slot before the
+        array: that step is not read when it is -1), and ``replay_w`` and
+        ``replay_u`` hold the outer cells' snapshots and the ring's state of
+        steps ``t_end-n .. t_end-1`` (:meth:`replay_steps`).
         """
         ...

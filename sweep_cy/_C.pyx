@@ -81,25 +81,25 @@ def struct_layout():
     cdef int n = sweep_layout_probe(buf, 200)
     names_p = ["n_shots", "n_src", "n_rec", "nt", "halo", "shot_stride", "shape", "stride",
                "plain_lo", "plain_hi", "free_lo", "free_hi", "model_lo", "model_hi", "store_lo",
-               "store_hi", "store_every", "n_band", "n_rec_groups", "n_outer", "n_cpml",
+               "store_hi", "store_every", "n_band", "n_rec_groups", "n_outer", "n_cpml", "n_ring",
                "block_steps", "block_group", "block_tile",
                "slot_shots", "simd_rows", "rdx", "rdx2"]
     names_f = ["v2dt2", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "pml_a", "pml_b",
                "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src",
-               "band_idx", "band_row", "band_u", "band_w", "recon_u_next", "recon_u", "replay_w",
-               "outer_idx", "outer_row", "cpml_pos", "rec_groups", "rec_order"]
+               "band_idx", "band_row", "band_u", "replay_u", "recon_u_next", "recon_u", "replay_w",
+               "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups", "rec_order"]
     names_l = ["v2dt2", "dv2dt2", "u0_prev", "u0", "psi0", "psi0_new", "zeta0",
                "zeta0_new", "u1_prev", "u1", "psi1", "psi1_new", "zeta1", "zeta1_new", "pml_a",
                "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2",
-               "grad_dv2dt2", "grad_src", "band_idx", "band_row", "band_u", "band_w",
+               "grad_dv2dt2", "grad_src", "band_idx", "band_row", "band_u", "replay_u",
                "recon_u0_next", "recon_u0", "recon_u1_next", "recon_u1", "replay_w",
-               "outer_idx", "outer_row", "cpml_pos", "rec_groups", "rec_order"]
+               "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups", "rec_order"]
     names_vrz = ["kappa_dt2", "buoyancy", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new",
                  "pml_a", "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store",
                  "grad_kappa_dt2", "grad_buoyancy", "grad_src", "band_idx", "band_row", "band_u",
-                 "band_w", "recon_u_next", "recon_u", "replay_w", "outer_idx", "outer_row", "cpml_pos", "rec_groups",
+                 "replay_u", "recon_u_next", "recon_u", "replay_w", "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups",
                  "rec_order"]
-    names_el = ['coef', 'field', 'psi', 'grad', 'pml_a', 'pml_b', 'pml_ah', 'pml_bh', 'wv', 'ws', 'src_amp', 'src_idx', 'rec', 'rec_idx', 'store', 'grad_src', 'band_idx', 'band_row', 'band_u', 'band_w', 'replay_w', 'outer_idx', 'outer_row', 'cpml_pos', 'rec_groups', 'rec_order']
+    names_el = ['coef', 'field', 'psi', 'grad', 'pml_a', 'pml_b', 'pml_ah', 'pml_bh', 'wv', 'ws', 'src_amp', 'src_idx', 'rec', 'rec_idx', 'store', 'grad_src', 'band_idx', 'band_row', 'band_u', 'replay_u', 'replay_w', 'outer_idx', 'outer_row', 'cpml_pos', 'ring_code', 'rec_groups', 'rec_order']
     values = [buf[i] for i in range(n)]
     k = 0
     out = {}

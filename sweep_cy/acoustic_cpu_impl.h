@@ -11,7 +11,8 @@
  * place; the model is v2dt2 = v^2 dt^2.  The adjoint carries mu = v^2 dt^2
  * lambda in u / u_prev and the adjoint psi and zeta in psi / psi_new and
  * zeta / zeta_new, all swapped (acoustic_stencil.h); boundary saving runs the
- * forward wavefield backwards in recon_u / recon_u_next.  The snapshot value
+ * forward wavefield backwards in recon_u / recon_u_next (and recomputes the
+ * band's W from it and the ring the CPML replay kept).  The snapshot value
  * of a cell is W^n, the factor of v^2 dt^2 in the update, so the model
  * gradient is sum_n mu^{n+1} W^n (divided by v^2 dt^2 by the caller).
  */
@@ -165,9 +166,11 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
 #define SWEEP_EQ_BLOCK_STATE(f, odd, off) \
   SWEEP_EQ_MODEL(f);                      \
   SWEEP_WAVE_BLOCK_STATE(f, odd, off)
-/* Boundary saving: the band keeps u^t; the CPML replay loads it back. */
+/* Boundary saving: the band keeps u^t; the CPML replay loads it back and
+ * keeps u^t and psi^t (along the cell's axis) of the ring. */
 #define SWEEP_EQ_FWD_SAVED(off, v) (u + (off))
 #define SWEEP_EQ_FWD_LOAD_BAND(i, v, x) (u[i] = (x))
+#define SWEEP_EQ_FWD_RING(off, v, d) (((v) ? (SWEEP_R *)psi_all[d] : u) + (off))
 
 /* Adjoint, in mu = v^2 dt^2 lambda: mu, mu_prev, the adjoint psi (P) and
  * zeta (Z) swap every step, and so do ru, ru_next (boundary saving). */
@@ -221,6 +224,14 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
 #define SWEEP_EQ_RECON_CELL(i, w, vs) (grad_all[i] += mu[i] * *(w))
 #define SWEEP_EQ_RECON_SOURCE(i, j, a) (ru_next[i] -= v2dt2[j] * (a))
 #define SWEEP_EQ_RECON_LOAD_BAND(i, v, x) (ru_next[i] = (x))
+/* The ring's u^t into ru and its psi^t into ru_next, whose ring cells the
+ * step reads nowhere else; the band's W^t reads both there
+ * (acoustic_w_band_point). */
+#define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) (((v) ? ru_next : ru)[i] = (x))
+#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)                                   \
+  _Pragma("omp simd") for (sweep_int x = (x0); x < (x1); ++x)                                   \
+      SWEEP_FN(acoustic_recon_band_point)(p, ru + (off), ru_next + (off), mu_s, grad, (base) + x, \
+                                          z, y, x, mask)
 
 #include "cpu_skeleton.h"
 

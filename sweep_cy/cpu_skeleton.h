@@ -57,14 +57,18 @@
  *   SWEEP_EQ_FIELDS   array record.  The skeleton reads its I/O members by
  *                     the names of sweep_acoustic_fields: pml_a, pml_b,
  *                     src_amp, src_idx, rec, rec_idx, store, grad_src,
- *                     band_idx, band_row, band_u, band_w, replay_w,
- *                     outer_idx, outer_row, cpml_pos.
+ *                     band_idx, band_row, band_u, replay_w, replay_u,
+ *                     outer_idx, outer_row, cpml_pos, ring_code.
  *   SWEEP_EQ_FORWARD, SWEEP_EQ_BACKWARD   names of the two entry points.
  *   SWEEP_EQ_SNAP_VALUES  values per cell of a gradient snapshot (default 1;
  *                     see SWEEP_SNAP_STRIDE and SWEEP_WR_PITCH below); boundary
- *                     saving's band_w and replay_w hold as many per cell.
+ *                     saving's replay_w holds as many per cell.
  *   SWEEP_EQ_BAND_VALUES  state values per band cell that boundary saving
  *                     keeps in band_u (default 1; see SWEEP_BAND_SLOT).
+ *   SWEEP_EQ_RING_VALUES  state values per ring cell that the CPML replay
+ *                     keeps in replay_u (default 2 * SWEEP_EQ_BAND_VALUES:
+ *                     per band value v, u as value v and psi along the
+ *                     cell's axis as value SWEEP_EQ_BAND_VALUES + v).
  *   SWEEP_EQ_RECON_SNAPSHOT  0 (default): boundary saving's reconstruction
  *                     correlates as it goes (SWEEP_EQ_RECON_ROW and
  *                     SWEEP_EQ_RECON_CELL); 1: for an equation whose gradient
@@ -72,9 +76,10 @@
  *                     adjoint step first rebuilds its whole snapshot in slot 0
  *                     of f->store (a one-step buffer of the caller's): the
  *                     plain cells from the reconstruction
- *                     (SWEEP_EQ_RECON_SNAP_ROW), the band from band_w, the
- *                     CPML from replay_w; the step then correlates it as full
- *                     storage does (SWEEP_EQ_ADJ_CORRELATE).
+ *                     (SWEEP_EQ_RECON_SNAP_ROW), the band recomputed
+ *                     (SWEEP_EQ_RECON_SNAP_BAND), the CPML from replay_w;
+ *                     the step then correlates it as full storage does
+ *                     (SWEEP_EQ_ADJ_CORRELATE).
  *   SWEEP_EQ_PAIRED_CORRELATION  1 (default): the adjoint may defer a step's
  *                     correlation to the next step (see the backward
  *                     driver); 0: every step correlates its own snapshots
@@ -158,6 +163,13 @@
  *                              of the shot at off.
  *   SWEEP_EQ_FWD_LOAD_BAND(i, v, x)  CPML replay: the saved value x into
  *                              cell i of state value v's field.
+ *   SWEEP_EQ_FWD_RING(off, v, d)  CPML replay: the field whose ring cells
+ *                              (the stored cells outside the model that a
+ *                              band cell's stencil reads, each outside along
+ *                              one axis d; SWEEP_RING_RUNS, CUDA's ring_code)
+ *                              it keeps as replay_u's value v
+ *                              (< SWEEP_EQ_RING_VALUES) at the start of each
+ *                              step, after the band's load.
  *   SWEEP_EQ_RECON(f)          1 when this adjoint call reconstructs the
  *                              forward wavefield.
  *   SWEEP_EQ_RECON_ROW(p, off, base)  reconstruction (one step backwards)
@@ -169,9 +181,26 @@
  *                              backwards of the plain x range of row (z, y),
  *                              plain in z and y, writing the snapshot value
  *                              v of its cell x to st[x - store_lo[2] + v * vs].
- *   SWEEP_EQ_RECON_CELL(i, w, vs)  the model gradient at cell i from the
- *                              saved snapshot of the cell (band and CPML
- *                              cells): its value v is w[v * vs].
+ *   SWEEP_EQ_RECON_LOAD_RING(i, v, d, x)  at the start of each adjoint step
+ *                              t, the replay's value v of ring cell i (axis
+ *                              d) at step t into the reconstruction, where
+ *                              the band's hooks read it.
+ *   SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)
+ *                              SWEEP_EQ_RECON_SNAPSHOT 0: the correlation of
+ *                              the band cells [x0, x1) of row (z, y) (base:
+ *                              its first cell; mask: their CPML axes) with
+ *                              their W^t, recomputed from the reconstruction
+ *                              (plain cells), the band's u^t and the loaded
+ *                              ring; after the row's adjoint step.  The
+ *                              band's state of step t - 1 comes from band_u
+ *                              (SWEEP_EQ_RECON_LOAD_BAND).
+ *   SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs)  with
+ *                              SWEEP_EQ_RECON_SNAPSHOT 1, the same as
+ *                              snapshot values, to st as
+ *                              SWEEP_EQ_RECON_SNAP_ROW writes them.
+ *   SWEEP_EQ_RECON_CELL(i, w, vs)  the model gradient at CPML cell i from
+ *                              its snapshot of the CPML replay: its value v
+ *                              is w[v * vs].
  *   SWEEP_EQ_RECON_SOURCE(i, j, a)  removes a source from the
  *                              reconstructed state.
  *   SWEEP_EQ_RECON_LOAD_BAND(i, v, x)  the saved band value x into state
@@ -228,13 +257,27 @@
 #define SWEEP_SNAP_STRIDE(p) ((p)->slot_shots * SWEEP_FN(store_cells)(p))
 #define SWEEP_WR_PITCH(p) ((p)->shape[2])
 /* Boundary saving keeps per step SWEEP_EQ_BAND_VALUES state values of each
- * band cell (band_u) and SWEEP_EQ_SNAP_VALUES snapshot values of each band
- * cell (band_w) and outer cell (replay_w), laid out as the store: value v of
- * shot s and cell j at (v * slot_shots + s) * cells + j of the step's slot. */
+ * band cell (band_u); the CPML replay SWEEP_EQ_SNAP_VALUES snapshot values
+ * of each outer cell (replay_w) and SWEEP_EQ_RING_VALUES state values of each
+ * ring cell (replay_u), laid out as the store: value v of shot s and cell j
+ * at (v * slot_shots + s) * cells + j of the step's slot. */
 #ifndef SWEEP_EQ_BAND_VALUES
 #define SWEEP_EQ_BAND_VALUES 1
 #endif
 #define SWEEP_BAND_SLOT(p, values, cells) ((values) * (p)->slot_shots * (cells))
+/* The CPML replay keeps per step SWEEP_EQ_RING_VALUES state values of each
+ * ring cell (replay_u, laid out as band_u): by default, per band value v, u
+ * (value v) and psi along the cell's axis (value SWEEP_EQ_BAND_VALUES + v). */
+#ifndef SWEEP_EQ_RING_VALUES
+#define SWEEP_EQ_RING_VALUES (2 * SWEEP_EQ_BAND_VALUES)
+#endif
+#ifndef SWEEP_EQ_RECON_BAND
+#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask) ((void)(base))
+#endif
+#ifndef SWEEP_EQ_RECON_SNAP_BAND
+#define SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs) \
+  ((void)(base), (void)(st))
+#endif
 
 /* Cells per shot of a gradient snapshot: [store_lo, store_hi), the model and
  * its CPML (every cell whose coefficients derive from the model). */
@@ -280,6 +323,70 @@ static inline void SWEEP_FN(row_ends)(const SWEEP_EQ_PARAMS *p, sweep_int hi, in
   *a = outer || p->plain_lo[2] > hi ? hi : p->plain_lo[2];
   *b = outer || p->plain_hi[2] < *a ? hi : p->plain_hi[2];
 }
+
+/* The band cells of row (z, y) (band_idx's cells of the row; none outside
+ * the model rows) in runs of one CPML mask: BAND(x0, x1, mask) for each run
+ * [x0, x1), mask the CPML axes of its cells as the forward's row segments
+ * have them (x's bit outside [plain_lo, plain_hi), clamped to the model). */
+#define SWEEP_BAND_RUNS(p, z, y, BAND)                                                           \
+  do {                                                                                           \
+    if ((z) >= (p)->model_lo[0] && (z) < (p)->model_hi[0] && (y) >= (p)->model_lo[1] &&         \
+        (y) < (p)->model_hi[1]) {                                                                \
+      const int m_ = SWEEP_FN(row_mask)(p, z, y);                                                \
+      const sweep_int lo_ = (p)->model_lo[2], hi_ = (p)->model_hi[2];                            \
+      const sweep_int a_ = (p)->plain_lo[2] < lo_ ? lo_ : (p)->plain_lo[2] > hi_ ? hi_ : (p)->plain_lo[2]; \
+      const sweep_int b_ = (p)->plain_hi[2] < a_ ? a_ : (p)->plain_hi[2] > hi_ ? hi_ : (p)->plain_hi[2]; \
+      if (lo_ < a_) BAND(lo_, a_, m_ | 4);                                                       \
+      if (m_ && a_ < b_) BAND(a_, b_, m_);                                                       \
+      if (b_ < hi_) BAND(b_, hi_, m_ | 4);                                                       \
+    }                                                                                            \
+  } while (0)
+
+/* The ring (sweep/_grid.py's ring_idx: stored cells outside the model
+ * within a halo of it along one axis d and inside it along the others) as
+ * strips: RING(base, x0, x1, d) for each run [x0, x1) of row base (its
+ * first cell), in ascending flat order, so the k-th cell of the runs is
+ * ring cell k.  Rows outside the model in z or y are whole model-width runs,
+ * model rows two runs of at most a halo at the x ends: copied as strips,
+ * not gathered cell by cell through an index. */
+#define SWEEP_RING_RUNS(p, RING)                                                                 \
+  do {                                                                                           \
+    sweep_int rlo_[3], rhi_[3];                                                                  \
+    for (int d_ = 0; d_ < 3; ++d_) {                                                             \
+      const sweep_int a_ = (p)->model_lo[d_] - SWEEP_H, b_ = (p)->model_hi[d_] + SWEEP_H;        \
+      rlo_[d_] = a_ > (p)->store_lo[d_] ? a_ : (p)->store_lo[d_];                                \
+      rhi_[d_] = b_ < (p)->store_hi[d_] ? b_ : (p)->store_hi[d_];                                \
+    }                                                                                            \
+    const sweep_int mlo_ = (p)->model_lo[2], mhi_ = (p)->model_hi[2];                           \
+    for (sweep_int z_ = rlo_[0]; z_ < rhi_[0]; ++z_)                                             \
+      for (sweep_int y_ = rlo_[1]; y_ < rhi_[1]; ++y_) {                                         \
+        const int oz_ = z_ < (p)->model_lo[0] || z_ >= (p)->model_hi[0];                         \
+        const int oy_ = y_ < (p)->model_lo[1] || y_ >= (p)->model_hi[1];                         \
+        const sweep_int rb_ = z_ * (p)->stride[0] + y_ * (p)->stride[1];                         \
+        if (oz_ && oy_) continue;                                                                \
+        if (oz_ || oy_) {                                                                        \
+          { RING(rb_, mlo_, mhi_, oz_ ? 0 : 1); }                                                \
+        } else {                                                                                 \
+          if (rlo_[2] < mlo_) { RING(rb_, rlo_[2], mlo_, 2); }                                   \
+          if (mhi_ < rhi_[2]) { RING(rb_, mhi_, rhi_[2], 2); }                                   \
+        }                                                                                        \
+      }                                                                                          \
+  } while (0)
+
+/* Calls BAND(base, x0, x1) for the band cells of each model row (base: its
+ * first cell) in band_idx order: strips, as SWEEP_RING_RUNS. */
+#define SWEEP_BAND_STRIPS(p, BAND)                                                               \
+  do {                                                                                           \
+    for (sweep_int z_ = (p)->model_lo[0]; z_ < (p)->model_hi[0]; ++z_)                          \
+      for (sweep_int y_ = (p)->model_lo[1]; y_ < (p)->model_hi[1]; ++y_) {                       \
+        const sweep_int sb_ = z_ * (p)->stride[0] + y_ * (p)->stride[1];                         \
+        const sweep_int slo_ = (p)->model_lo[2], shi_ = (p)->model_hi[2];                        \
+        sweep_int sa_, sc_;                                                                      \
+        SWEEP_FN(row_ends)(p, shi_, SWEEP_FN(row_mask)(p, z_, y_), &sa_, &sc_);                  \
+        if (sa_ > slo_) { BAND(sb_, slo_, sa_); }                                                \
+        if (sc_ < shi_) { BAND(sb_, sc_ > slo_ ? sc_ : slo_, shi_); }                            \
+      }                                                                                          \
+  } while (0)
 
 /* Copies the snapshot values (W) of the outer cells of row (z, y) from wr to
  * dst, in outer_idx order (value v: from wr + v * SWEEP_WR_PITCH(p) to
@@ -388,8 +495,8 @@ static void SWEEP_FN(sub_problem)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELD
   g->rec = SWEEP_OFF(f->rec, shot0 * p->n_rec * p->nt);
   g->store = SWEEP_OFF(f->store, shot0 * SWEEP_FN(store_cells)(p));
   g->band_u = SWEEP_OFF(f->band_u, shot0 * p->n_band);
-  g->band_w = SWEEP_OFF(f->band_w, shot0 * p->n_band);
   g->replay_w = SWEEP_OFF(f->replay_w, shot0 * p->n_outer);
+  g->replay_u = SWEEP_OFF(f->replay_u, shot0 * p->n_ring);
   g->src_idx = f->src_idx ? f->src_idx + shot0 * p->n_src : NULL;
   g->rec_idx = f->rec_idx ? f->rec_idx + shot0 * p->n_rec : NULL;
 }
@@ -423,12 +530,13 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
   const sweep_int mc = SWEEP_FN(store_cells)(p);
   const sweep_int mlo2 = p->model_lo[2];
   const sweep_int slo2 = p->store_lo[2], s2 = p->store_hi[2] - p->store_lo[2];
-  /* CPML replay: band_u is an input (loaded into the state each step) and W
-   * of the outer cells goes to replay_w; otherwise band_u/band_w receive the
-   * band. */
+  /* CPML replay: band_u is an input (loaded into the state each step), W of
+   * the outer cells goes to replay_w and the ring's state to replay_u;
+   * otherwise band_u receives the band's state. */
   const int replay = f->replay_w != NULL;
   const sweep_int n_band = f->band_idx ? p->n_band : 0;
   const sweep_int n_save = replay ? 0 : n_band;
+  const sweep_int n_ring = replay && f->replay_u && f->ring_code ? p->n_ring : 0;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
 #if SWEEP_EQ_BLOCKING
   if (p->block_steps > 1 && !f->store && !n_band && !replay && !free_surface) {
@@ -454,8 +562,8 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
         (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2] * SWEEP_EQ_ROW_SCRATCH);
 #endif
     /* The snapshot values (W^n) of one row, copied into the compact snapshot
-     * (model cells only), the band save and/or the replay's outer cells. */
-    SWEEP_R *wrow = f->store || n_band || replay
+     * (model cells only) and/or the replay's outer cells. */
+    SWEEP_R *wrow = f->store || replay
                         ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2] * SWEEP_EQ_SNAP_VALUES)
                         : NULL;
     for (sweep_int t = t0; t < t0 + n_steps; ++t) {
@@ -466,21 +574,38 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
       SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u +
                                  (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_BAND_VALUES, n_band)
                            : NULL;
-      SWEEP_R *bw = n_save ? (SWEEP_R *)f->band_w +
-                                 (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, n_band)
-                           : NULL;
       SWEEP_R *rw = replay ? (SWEEP_R *)f->replay_w +
                                  (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, p->n_outer)
                            : NULL;
       if (replay) {
         /* The band's state at t, saved by the forward pass: the inner
-         * boundary of the CPML. */
+         * boundary of the CPML.  The ring's state at t (u and psi along
+         * the cell's axis, per wave) goes to replay_u: with the band's and
+         * the plain cells' u it gives the band's snapshot in the adjoint. */
+        SWEEP_R *rs = n_ring ? (SWEEP_R *)f->replay_u +
+                                   (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_RING_VALUES, n_ring)
+                             : NULL;
 #pragma omp for schedule(static)
-        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
-          for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v)
-            for (sweep_int j = 0; j < n_band; ++j)
-              SWEEP_EQ_FWD_LOAD_BAND(shot * ss + f->band_idx[j], v,
-                                     bu[(v * p->slot_shots + shot) * n_band + j]);
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+          sweep_int k = 0;
+#define SWEEP_LOAD_BAND_(b, x0, x1)                                               \
+  for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v) {                                \
+    const SWEEP_R *src_ = bu + (v * p->slot_shots + shot) * n_band + k - (x0);    \
+    for (sweep_int x = (x0); x < (x1); ++x)                                       \
+      SWEEP_EQ_FWD_LOAD_BAND(shot * ss + (b) + x, v, src_[x]);                    \
+  }                                                                               \
+  k += (x1) - (x0);
+          if (n_band) SWEEP_BAND_STRIPS(p, SWEEP_LOAD_BAND_);
+#undef SWEEP_LOAD_BAND_
+          k = 0;
+#define SWEEP_SAVE_RING_(b, x0, x1, d)                                                   \
+  for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v)                                         \
+    memcpy(rs + (v * p->slot_shots + shot) * n_ring + k,                                 \
+           SWEEP_EQ_FWD_RING(shot * ss, v, d) + (b) + (x0), sizeof(SWEEP_R) * ((x1) - (x0))); \
+  k += (x1) - (x0);
+          if (n_ring) SWEEP_RING_RUNS(p, SWEEP_SAVE_RING_);
+#undef SWEEP_SAVE_RING_
+        }
       }
 #pragma omp for schedule(static)
       for (sweep_int item = 0; item < n_items; ++item) {
@@ -493,7 +618,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
             const sweep_int srow = store ? SWEEP_FN(store_row)(p, z, y) : -1;
             const sweep_int brow = n_save ? f->band_row[z * p->shape[1] + y] : -1;
             const sweep_int orow = replay ? f->outer_row[z * p->shape[1] + y] : -1;
-            SWEEP_R *wr = srow >= 0 || brow >= 0 || orow >= 0 ? wrow : NULL;
+            SWEEP_R *wr = srow >= 0 || orow >= 0 ? wrow : NULL;
             if (replay && !outer) {
               if (orow >= 0) SWEEP_EQ_FWD_EDGE_ROW(p, pa, pb, off, wr, z, y);
             } else {
@@ -524,13 +649,6 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
                 sweep_int k = 0;
                 for (sweep_int x = mlo2; x < a; ++x, ++k) bu_s[k] = state_row[x];
                 for (sweep_int x = b; x < mhi2; ++x, ++k) bu_s[k] = state_row[x];
-              }
-              for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v) {
-                SWEEP_R *bw_s = bw + v * vs + shot * n_band + brow;
-                const SWEEP_R *w_row = wr + v * SWEEP_WR_PITCH(p);
-                sweep_int k = 0;
-                for (sweep_int x = mlo2; x < a; ++x, ++k) bw_s[k] = w_row[x];
-                for (sweep_int x = b; x < mhi2; ++x, ++k) bw_s[k] = w_row[x];
               }
             }
           }
@@ -608,9 +726,11 @@ static unsigned char *SWEEP_FN(source_rows)(const SWEEP_EQ_PARAMS *p,
  * Adjoint steps t_end - 1 down to t_end - n_steps.  The model gradient comes
  * from the compact snapshots in f->store (full storage and checkpointing) or,
  * when SWEEP_EQ_RECON (boundary saving), from the forward wavefield run
- * backwards on the plain cells plus W^t saved on the band and, for the CPML
- * cells, W^t of the segment's replay in f->replay_w (slot 0: step t_begin).
- * band_w slot 0 is step t_begin; band_u slot 0 is step t_begin - 1.
+ * backwards on the plain cells, W^t of the band recomputed from it, the
+ * band's saved u^t and the ring's state of the segment's replay
+ * (f->replay_u), and, for the CPML cells, W^t of the replay (f->replay_w).
+ * replay_u and replay_w slot 0 is step t_begin; band_u slot 0 is step
+ * t_begin - 1.
  */
 void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t_end,
                        sweep_int n_steps, int n_threads) {
@@ -627,6 +747,9 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   /* The reconstruction rebuilds each step's snapshot in slot 0 of f->store. */
   const int recon_snap = SWEEP_EQ_RECON_SNAPSHOT && recon && f->store;
   const sweep_int n_band = recon && f->band_idx ? p->n_band : 0;
+  const sweep_int n_ring = recon && f->replay_u && f->ring_code ? p->n_ring : 0;
+  /* The band's snapshots are recomputed from the ring's replayed state. */
+  const int band_recon = n_band && f->replay_u;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
   SWEEP_EQ_MODEL(f);
   const SWEEP_R *pa[3], *pb[3];
@@ -663,36 +786,57 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
       const sweep_int slot = recon_snap ? 0
                              : f->store && SWEEP_EQ_ADJ_GRAD ? SWEEP_FN(store_slot)(p, t, t_begin)
                                                              : -1;
+      if (n_ring) {
+        /* The ring's state at t from the replay, where the band's stencil
+         * reads it (SWEEP_EQ_RECON_LOAD_RING). */
+        const SWEEP_R *rs = (const SWEEP_R *)f->replay_u +
+                            (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_RING_VALUES, n_ring);
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+          sweep_int k = 0;
+#define SWEEP_LOAD_RING_(b, x0, x1, d)                                            \
+  for (int v = 0; v < SWEEP_EQ_RING_VALUES; ++v) {                                \
+    const SWEEP_R *src_ = rs + (v * p->slot_shots + shot) * n_ring + k - (x0);    \
+    for (sweep_int x = (x0); x < (x1); ++x)                                       \
+      SWEEP_EQ_RECON_LOAD_RING(shot * ss + (b) + x, v, d, src_[x]);               \
+  }                                                                               \
+  k += (x1) - (x0);
+          SWEEP_RING_RUNS(p, SWEEP_LOAD_RING_);
+#undef SWEEP_LOAD_RING_
+        }
+      }
       if (recon_snap) {
         /* This step's snapshot, rebuilt before any row correlates it: the
          * plain cells from the reconstruction (which steps them back), the
-         * band's and the CPML's from their saves. */
+         * band's from the reconstruction, its saved u and the ring, the
+         * CPML's from the replay. */
         SWEEP_R *rsnap = (SWEEP_R *)f->store;
         const sweep_int vs = SWEEP_SNAP_STRIDE(p);
 #pragma omp for schedule(static)
         for (sweep_int item = 0; item < n_items; ++item) {
           SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
           for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
-            for (sweep_int y = y0; y < y1; ++y)
+            for (sweep_int y = y0; y < y1; ++y) {
+              SWEEP_R *st = rsnap + shot * mc + SWEEP_FN(store_row)(p, z, y);
               if (!SWEEP_FN(row_mask)(p, z, y))
-                SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, shot * ss, z, y,
-                                        rsnap + shot * mc + SWEEP_FN(store_row)(p, z, y), vs);
+                SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, shot * ss, z, y, st, vs);
+              if (band_recon) {
+                const sweep_int row = z * p->stride[0] + y * p->stride[1];
+#define SWEEP_SNAP_BAND_(x0, x1, m) \
+  SWEEP_EQ_RECON_SNAP_BAND(p, shot * ss, row, z, y, x0, x1, m, st, vs)
+                SWEEP_BAND_RUNS(p, z, y, SWEEP_SNAP_BAND_);
+#undef SWEEP_SNAP_BAND_
+              }
+            }
         }
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
-          const sweep_int bvs = p->slot_shots * n_band, ovs = p->slot_shots * p->n_outer;
-          const SWEEP_R *bw = (const SWEEP_R *)f->band_w +
-                              (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, n_band) +
-                              shot * n_band;
+          const sweep_int ovs = p->slot_shots * p->n_outer;
           const SWEEP_R *rw = f->replay_w ? (const SWEEP_R *)f->replay_w +
                                   (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, p->n_outer) +
                                   shot * p->n_outer
                                           : NULL;
           SWEEP_R *st = rsnap + shot * mc;
-          for (sweep_int j = 0; j < n_band; ++j) {
-            const sweep_int m = SWEEP_FN(store_index)(p, f->band_idx[j]);
-            for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v) st[v * vs + m] = bw[v * bvs + j];
-          }
           for (sweep_int q = 0; f->replay_w && q < p->n_cpml; ++q) {
             const sweep_int j = f->cpml_pos[q];
             const sweep_int m = SWEEP_FN(store_index)(p, f->outer_idx[j]);
@@ -729,6 +873,13 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
             SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y);
             /* z and y plain (no outer mask): [plain_lo, plain_hi) of x is plain. */
             if (recon && !SWEEP_FN(row_mask)(p, z, y)) SWEEP_EQ_RECON_ROW(p, off, base);
+            if (band_recon && !recon_snap) {
+              /* The band cells of the row: W^t from the reconstruction, the
+               * band's u^t and the ring, correlated as the plain cells'. */
+#define SWEEP_RECON_BAND_(x0, x1, m) SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, m)
+              SWEEP_BAND_RUNS(p, z, y, SWEEP_RECON_BAND_);
+#undef SWEEP_RECON_BAND_
+            }
           }
         }
       }
@@ -769,16 +920,9 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
           }
         }
         if (recon) {
-          /* Band cells: W^t was saved; the state of step t - 1 is restored
-           * from the save. */
+          /* Band cells: the state of step t - 1 is restored from the save
+           * (below; their W^t was recomputed with the rows). */
           const sweep_int vs = p->slot_shots * n_band;
-          const SWEEP_R *bw = (const SWEEP_R *)f->band_w +
-                              (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, n_band) +
-                              shot * n_band;
-          for (sweep_int j = 0; j < n_band; ++j) {
-            const sweep_int i = off + f->band_idx[j];
-            SWEEP_EQ_RECON_CELL(i, bw + j, vs);
-          }
           if (f->replay_w) {
             /* CPML cells: W^t from the replay of this segment. */
             const SWEEP_R *rw = (const SWEEP_R *)f->replay_w +
@@ -797,13 +941,20 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
               SWEEP_EQ_RECON_SOURCE(off + j, j, amp[(shot * p->n_src + k) * p->nt + t]);
             }
           }
-          if (t > 0) {
+          if (t > 0 && n_band) {
             const SWEEP_R *bu = (const SWEEP_R *)f->band_u +
                                 (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_BAND_VALUES, n_band) +
                                 shot * n_band;
-            for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v)
-              for (sweep_int j = 0; j < n_band; ++j)
-                SWEEP_EQ_RECON_LOAD_BAND(off + f->band_idx[j], v, bu[v * vs + j]);
+            sweep_int k = 0;
+#define SWEEP_LOAD_BAND_(b, x0, x1)                                   \
+  for (int v = 0; v < SWEEP_EQ_BAND_VALUES; ++v) {                    \
+    const SWEEP_R *src_ = bu + v * vs + k - (x0);                     \
+    for (sweep_int x = (x0); x < (x1); ++x)                           \
+      SWEEP_EQ_RECON_LOAD_BAND(off + (b) + x, v, src_[x]);            \
+  }                                                                   \
+  k += (x1) - (x0);
+            SWEEP_BAND_STRIPS(p, SWEEP_LOAD_BAND_);
+#undef SWEEP_LOAD_BAND_
           }
         }
       }

@@ -408,6 +408,12 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
 /* Boundary saving: the band keeps u0^t (value 0) and u1^t (value 1). */
 #define SWEEP_EQ_FWD_SAVED(off, v) (((v) ? u1 : u0) + (off))
 #define SWEEP_EQ_FWD_LOAD_BAND(i, v, x) (((v) ? u1 : u0)[i] = (x))
+/* The ring: u0^t, u1^t, then psi0^t, psi1^t along the cell's axis. */
+#define SWEEP_EQ_FWD_RING(off, v, d)                                                      \
+  ((v) == 0   ? u0 + (off)                                                                \
+   : (v) == 1 ? u1 + (off)                                                                \
+   : (v) == 2 ? (SWEEP_R *)psi0_all[d] + (off)                                            \
+              : (SWEEP_R *)psi1_all[d] + (off))
 
 /* Adjoint, in mu = K lambda: mu0 (which holds G0 = mu0 + R mu1, see
  * lsrtm_stencil.h), mu1 and their P, Z swap every step. */
@@ -526,6 +532,15 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
     ru1_next[i] -= dv2dt2[j] * (a);    \
   } while (0)
 #define SWEEP_EQ_RECON_LOAD_BAND(i, v, x) (((v) ? ru1_next : ru0_next)[i] = (x))
+/* The ring's u0^t, u1^t into ru0, ru1 and psi0^t, psi1^t into ru0_next,
+ * ru1_next, where the band's W reads them (lsrtm_recon_band_point). */
+#define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) \
+  (((v) == 0 ? ru0 : (v) == 1 ? ru1 : (v) == 2 ? ru0_next : ru1_next)[i] = (x))
+#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)                              \
+  _Pragma("omp simd") for (sweep_int x = (x0); x < (x1); ++x)                              \
+      SWEEP_FN(lsrtm_recon_band_point)(p, ru0 + (off), ru0_next + (off), ru1 + (off),      \
+                                       ru1_next + (off), mu0_s, mu1_s, grad_k, grad_dk,    \
+                                       (base) + x, z, y, x, mask)
 
 #include "cpu_skeleton.h"
 

@@ -13,8 +13,9 @@
  * row's gradient may read its neighbour rows at any time of the step.
  * Boundary saving keeps the band's u; the adjoint runs u backwards in
  * recon_u / recon_u_next on the plain cells and rebuilds each step's whole
- * snapshot from it and the saves (SWEEP_EQ_RECON_SNAPSHOT), since a cell's
- * B gradient reads its neighbours' u.
+ * snapshot from it, the band's u, the ring's state and the CPML's snapshots
+ * of the CPML replay (SWEEP_EQ_RECON_SNAPSHOT), since a cell's B gradient
+ * reads its neighbours' u.
  */
 #include "vrz_cpu.h"
 
@@ -216,6 +217,26 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_recon_snap_row)(
     for (sweep_int x = p->plain_lo[2]; x < p->plain_hi[2]; ++x) st[v * vs + x - lo] = 0;
 }
 
+/* Boundary saving: the snapshot values of the band cells [x0, x1) of row
+ * (z, y) (mask: their CPML axes; st: the row's snapshot as
+ * vrz_recon_snap_row's): W^t from the reconstruction, the band's u^t (ru)
+ * and the ring's u^t and psi^t (ru, rpsi; vrz_w_band_point), u^t, and
+ * psi^t = 0 of each axis. */
+static inline void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
+                                                 const SWEEP_R *buoyancy, const SWEEP_R *ru,
+                                                 const SWEEP_R *rpsi, sweep_int z, sweep_int y,
+                                                 sweep_int x0, sweep_int x1, int mask,
+                                                 SWEEP_R *st, sweep_int vs) {
+  const sweep_int base = z * p->stride[0] + y * p->stride[1], lo = p->store_lo[2];
+#pragma omp simd
+  for (sweep_int x = x0; x < x1; ++x) {
+    st[x - lo] = SWEEP_FN(vrz_w_band_point)(p, buoyancy, ru, rpsi, base + x, z, y, x, mask);
+    st[vs + x - lo] = ru[base + x];
+  }
+  for (int v = 2; v < 2 + SWEEP_NDIM; ++v) /* psi of each axis */
+    for (sweep_int x = x0; x < x1; ++x) st[v * vs + x - lo] = 0;
+}
+
 /* sub_problem's VRZ arrays of shots: the wavefields, the model gradients and
  * the reconstruction, fo elements on. */
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
@@ -263,6 +284,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 /* Boundary saving: the band keeps u^t; the CPML replay loads it back. */
 #define SWEEP_EQ_FWD_SAVED(off, v) (u + (off))
 #define SWEEP_EQ_FWD_LOAD_BAND(i, v, x) (u[i] = (x))
+/* ... and keeps u^t and psi^t (along the cell's axis) of the ring. */
+#define SWEEP_EQ_FWD_RING(off, v, d) (((v) ? (SWEEP_R *)psi_all[d] : u) + (off))
 
 /* Adjoint, in mu = K lambda.  The correlate hook hands the row's snapshot to
  * the row hook (snap), which computes the row's gradients before its
@@ -311,6 +334,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_RECON_CELL(i, w, vs) ((void)(i), (void)(w), (void)(vs))
 #define SWEEP_EQ_RECON_SOURCE(i, j, a) (ru_next[i] -= kappa_dt2[j] * buoyancy[j] * (a))
 #define SWEEP_EQ_RECON_LOAD_BAND(i, v, x) (ru_next[i] = (x))
+/* The ring's u^t into ru and its psi^t into ru_next (as acoustic's), read by
+ * the band's snapshot (vrz_recon_snap_band). */
+#define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) (((v) ? ru_next : ru)[i] = (x))
+#define SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs)                    \
+  SWEEP_FN(vrz_recon_snap_band)(p, buoyancy, ru + (off), ru_next + (off), z, y, x0, x1, mask, st, \
+                                vs)
 
 #include "cpu_skeleton.h"
 

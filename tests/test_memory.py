@@ -89,6 +89,60 @@ def test_boundary_saving_matches_full_storage(ndim, order, free):
     assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])
 
 
+def _band_mask(shape, free, halo):
+    """Model cells within a halo of a CPML face (the band): every face without a free surface."""
+    band = np.zeros(shape, dtype=bool)
+    for d, n in enumerate(shape):
+        for side in (0, 1):
+            if free and free[2 * d + side]:
+                continue
+            sl = [slice(None)] * len(shape)
+            sl[d] = slice(0, halo) if side == 0 else slice(n - halo, n)
+            band[tuple(sl)] = True
+    return band
+
+
+@pytest.mark.parametrize("ndim", (2, 3))
+@pytest.mark.parametrize("free", (False, True))
+@pytest.mark.parametrize("split", (False, True), ids=["one-call", "callbacks"])
+def test_boundary_saving_band_gradient_is_full_storages(ndim, free, split):
+    """The band's W^t is not stored: the adjoint recomputes it from the reconstructed plain
+    cells, the band's saved u^t and the ring of CPML cells next to it (u^t and psi^t of the
+    CPML replay).  At the band cells the gradient matches full storage to float64 round-off
+    of the band's own scale; a W^t without the CPML's psi term, or with the ring of the wrong
+    step (calls split by callbacks inside a replay segment), is off by orders more."""
+    free_surface = FREE[ndim] if free else False
+    problem = random_problem(ndim, accuracy=8, n_shots=3, nt=50, free_surface=free_surface)
+    extra = {"backward_callback": lambda state: None, "callback_frequency": 7} if split else {}
+    _, ref = _gradients(problem)
+    out, got = _gradients(problem, memory=BOUNDARY, **extra)
+    assert out.memory_plan.strategy == "boundary"
+    band = _band_mask(problem["v"].shape, free_surface, 4)
+    scale = np.abs(ref["v"][band]).max()
+    assert scale > 0
+    np.testing.assert_allclose(got["v"][band], ref["v"][band], rtol=0, atol=1e-11 * scale)
+
+
+def test_boundary_storage_holds_the_bands_state_only():
+    """Boundary saving stores u^t of the band every step and, per replay segment, the CPML's
+    state and the ring's: with many steps on a small model the band's u dominates, and the
+    estimate and the measured peak stay below the band's u and W^t (what it stored before)."""
+    nt, n_shots, shape, halo = 4000, 2, (40, 60), 4
+    v = np.full(shape, 2000.0, dtype=np.float32)
+    amp = np.tile(ricker(12.0, nt, 1e-3).astype(np.float32), (n_shots, 1, 1))
+    kw = dict(grid_spacing=10.0, dt=1e-3, source_amplitudes=amp, accuracy=8, pml_width=5,
+              source_locations=np.array([[[20, 20]], [[20, 40]]]),
+              receiver_locations=np.array([[[2, 5], [2, 55]]] * n_shots))  # fmt: skip
+    band_u = nt * n_shots * int(_band_mask(shape, False, halo).sum()) * 4
+    memory = {"memory": BOUNDARY}
+    est = sweep.estimate_memory(v, **kw, **memory)
+    assert band_u < est.storage["boundary"] < 1.5 * band_u, (est.storage["boundary"], band_u)
+    forward = sweep.estimate_memory(v, **kw).forward_peak
+    _, peak = _measured_gradient_peak(v, kw, memory)
+    assert peak - forward < 1.6 * band_u, (peak - forward, band_u)
+    assert abs(est.peak - peak) <= 0.1 * peak, (est.peak, peak)
+
+
 def test_boundary_saving_float32_and_storage_places(tmp_path, monkeypatch):
     monkeypatch.setenv("SWEEP_TMPDIR", str(tmp_path))
     problem = random_problem(2, np.float32, accuracy=8, nt=80)

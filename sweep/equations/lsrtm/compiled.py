@@ -35,7 +35,7 @@ _GRID = frozenset(
 _WRITES = {
     False: frozenset(
         {name.format(s) for s in "01" for name in _WAVES}
-        | {"rec", "store", "band_u", "band_w", "replay_w"}
+        | {"rec", "store", "band_u", "replay_w", "replay_u"}
     ),
     True: _GRID | {"grad_src"},
 }

@@ -30,7 +30,7 @@ _RECON = frozenset({"recon_u_next", "recon_u"})
 # store when boundary saving rebuilds each step's snapshot in it.
 _WRITES = {
     False: frozenset(
-        {"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store", "band_u", "band_w", "replay_w"}
+        {"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store", "band_u", "replay_w", "replay_u"}
     ),
     True: _WAVE | _GRADIENTS | _RECON | {"grad_src", "store"},
 }
