@@ -228,10 +228,19 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
  * step reads nowhere else; the band's W^t reads both there
  * (acoustic_w_band_point). */
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) (((v) ? ru_next : ru)[i] = (x))
-#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)                                   \
-  _Pragma("omp simd") for (sweep_int x = (x0); x < (x1); ++x)                                   \
-      SWEEP_FN(acoustic_recon_band_point)(p, ru + (off), ru_next + (off), mu_s, grad, (base) + x, \
-                                          z, y, x, mask)
+/* The band's rows are thin strips: one function with the CPML mask a
+ * run-time value (SWEEP_BAND_ROW_FN), not a vector loop per mask and call. */
+SWEEP_BAND_ROW_FN void SWEEP_FN(acoustic_recon_band_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT u,
+    const SWEEP_R *SWEEP_RESTRICT rpsi, const SWEEP_R *SWEEP_RESTRICT mu,
+    SWEEP_R *SWEEP_RESTRICT grad, sweep_int base, sweep_int z, sweep_int y, sweep_int x0,
+    sweep_int x1, const int mask) {
+  _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x)
+      SWEEP_FN(acoustic_recon_band_point)(p, u, rpsi, mu, grad, base + x, z, y, x, mask);
+}
+#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)                                 \
+  SWEEP_FN(acoustic_recon_band_row)(p, ru + (off), ru_next + (off), mu_s, grad, (base), z, y, x0, \
+                                    x1, mask)
 
 #include "cpu_skeleton.h"
 

@@ -536,11 +536,21 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
  * ru1_next, where the band's W reads them (lsrtm_recon_band_point). */
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) \
   (((v) == 0 ? ru0 : (v) == 1 ? ru1 : (v) == 2 ? ru0_next : ru1_next)[i] = (x))
-#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)                              \
-  _Pragma("omp simd") for (sweep_int x = (x0); x < (x1); ++x)                              \
-      SWEEP_FN(lsrtm_recon_band_point)(p, ru0 + (off), ru0_next + (off), ru1 + (off),      \
-                                       ru1_next + (off), mu0_s, mu1_s, grad_k, grad_dk,    \
-                                       (base) + x, z, y, x, mask)
+/* One function for the band's rows, the mask a run-time value (as acoustic's). */
+SWEEP_BAND_ROW_FN void SWEEP_FN(lsrtm_recon_band_row)(
+    const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT u0,
+    const SWEEP_R *SWEEP_RESTRICT rpsi0, const SWEEP_R *SWEEP_RESTRICT u1,
+    const SWEEP_R *SWEEP_RESTRICT rpsi1, const SWEEP_R *SWEEP_RESTRICT g0,
+    const SWEEP_R *SWEEP_RESTRICT mu1, SWEEP_R *SWEEP_RESTRICT gk, SWEEP_R *SWEEP_RESTRICT gd,
+    sweep_int base, sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
+  _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x)
+      SWEEP_FN(lsrtm_recon_band_point)(p, u0, rpsi0, u1, rpsi1, g0, mu1, gk, gd, base + x, z, y,
+                                       x, mask);
+}
+#define SWEEP_EQ_RECON_BAND(p, off, base, z, y, x0, x1, mask)                                \
+  SWEEP_FN(lsrtm_recon_band_row)(p, ru0 + (off), ru0_next + (off), ru1 + (off),              \
+                                 ru1_next + (off), mu0_s, mu1_s, grad_k, grad_dk, base, z, y, \
+                                 x0, x1, mask)
 
 #include "cpu_skeleton.h"
 

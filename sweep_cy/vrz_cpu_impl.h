@@ -222,7 +222,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_recon_snap_row)(
  * vrz_recon_snap_row's): W^t from the reconstruction, the band's u^t (ru)
  * and the ring's u^t and psi^t (ru, rpsi; vrz_w_band_point), u^t, and
  * psi^t = 0 of each axis. */
-static inline void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
+SWEEP_BAND_ROW_FN void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
                                                  const SWEEP_R *buoyancy, const SWEEP_R *ru,
                                                  const SWEEP_R *rpsi, sweep_int z, sweep_int y,
                                                  sweep_int x0, sweep_int x1, int mask,
