@@ -315,63 +315,14 @@ static void SWEEP_FN(el_adj_points)(const sweep_acoustic_params *p, const sweep_
   }
 }
 
-/* ---- The hooks of cpu_skeleton.h / cpu_phased.h ---- */
+/* ---- The hooks of cpu_skeleton.h / cpu_phased.h (cpu_staggered_hooks.h) ---- */
 
+#define SWEEP_STAG(name) SWEEP_FN(el_##name)
 #define SWEEP_EQ_FORWARD SWEEP_FN(sweep_elastic_forward)
 #define SWEEP_EQ_BACKWARD SWEEP_FN(sweep_elastic_backward)
-#define SWEEP_EQ_PHASES 2
-#define SWEEP_EQ_BLOCKING 0
-#define SWEEP_EQ_SNAP_VALUES EL_NF
-#define SWEEP_EQ_SNAP_FIRST(k) ((k) ? EL_ND : 0)
-#define SWEEP_EQ_SNAP_END(k) ((k) ? EL_NF : EL_ND)
-#define SWEEP_EQ_MODEL(f)          \
-  SWEEP_FN(el_ctx_t) el_base;      \
-  SWEEP_FN(el_ctx)(p, f, &el_base)
-#define SWEEP_EQ_SHIFT_SHOTS(f, fo, g)                                      \
-  do {                                                                      \
-    for (int k_ = 0; k_ < 9; ++k_) (g)->field[k_] = SWEEP_OFF((f)->field[k_], fo); \
-    for (int k_ = 0; k_ < 27; ++k_) (g)->psi[k_] = SWEEP_OFF((f)->psi[k_], fo);    \
-    for (int k_ = 0; k_ < 15; ++k_) (g)->grad[k_] = SWEEP_OFF((f)->grad[k_], fo);  \
-  } while (0)
-#define SWEEP_EQ_GRAD(f) ((f)->grad[0])
-#define SWEEP_EQ_FWD_STATE(f) ((void)0)
-#define SWEEP_EQ_ADJ_STATE(f) ((void)0)
-#define SWEEP_EQ_FWD_SHOT(f, off) const SWEEP_FN(el_ctx_t) el_e = SWEEP_FN(el_shot)(&el_base, off)
-#define SWEEP_EQ_ADJ_SHOT(f, off) SWEEP_EQ_FWD_SHOT(f, off)
-#define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y, k) \
-  ((void)(pa), (void)(pb), SWEEP_FN(el_row)(p, &el_e, wr, NULL, 0, z, y, k))
-#define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, st) \
-  ((void)(pa), (void)(pb), SWEEP_FN(el_row)(p, &el_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
-#define SWEEP_EQ_FWD_POINTS(p, f, k, shot, off, t) \
-  SWEEP_FN(el_fwd_points)(p, f, &el_base, k, shot, off, t)
-#define SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t) \
-  SWEEP_FN(el_adj_points)(p, f, &el_base, k, shot, off, t)
-#define SWEEP_EQ_FWD_GHOSTS(p, k) ((void)0)
-#define SWEEP_EQ_ADJ_GHOSTS(p, k, t) ((void)0)
-#define SWEEP_EQ_FWD_ROTATE() ((void)0)
-#define SWEEP_EQ_ADJ_ROTATE() ((void)0)
-
-#include "cpu_skeleton.h"
-
-/* The entry points of every order (the dispatch table's names), one
- * run-time-order kernel each way. */
-#define EL_ENTRY_(o, tag)                                                                       \
-  void SWEEP_CAT(SWEEP_CAT(SWEEP_CAT(sweep_elastic_forward_, SWEEP_NDIM), SWEEP_CAT(d_o, o)),   \
-                 tag)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,            \
-                      sweep_int t, sweep_int n, int nt) {                                       \
-    SWEEP_EQ_FORWARD(p, f, t, n, nt);                                                           \
-  }                                                                                             \
-  void SWEEP_CAT(SWEEP_CAT(SWEEP_CAT(sweep_elastic_backward_, SWEEP_NDIM), SWEEP_CAT(d_o, o)),  \
-                 tag)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,            \
-                      sweep_int t, sweep_int n, int nt) {                                       \
-    SWEEP_EQ_BACKWARD(p, f, t, n, nt);                                                          \
-  }
-#if SWEEP_REAL_BYTES == 4
-#define EL_TAG _f32
-#else
-#define EL_TAG _f64
-#endif
-EL_ENTRY_(2, EL_TAG)
-EL_ENTRY_(4, EL_TAG)
-EL_ENTRY_(6, EL_TAG)
-EL_ENTRY_(8, EL_TAG)
+#define SWEEP_STAG_FORWARD_NAME sweep_elastic_forward_
+#define SWEEP_STAG_BACKWARD_NAME sweep_elastic_backward_
+#define SWEEP_STAG_SNAP_VALUES EL_NF
+#define SWEEP_STAG_SNAP_SPLIT EL_ND
+#define SWEEP_STAG_GRAD_SLOT 0
+#include "cpu_staggered_hooks.h"

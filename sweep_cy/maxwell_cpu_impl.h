@@ -306,63 +306,14 @@ static void SWEEP_FN(mx_adj_points)(const sweep_acoustic_params *p, const sweep_
   }
 }
 
-/* ---- The hooks of cpu_skeleton.h / cpu_phased.h ---- */
+/* ---- The hooks of cpu_skeleton.h / cpu_phased.h (cpu_staggered_hooks.h) ---- */
 
+#define SWEEP_STAG(name) SWEEP_FN(mx_##name)
 #define SWEEP_EQ_FORWARD SWEEP_FN(sweep_maxwell_forward)
 #define SWEEP_EQ_BACKWARD SWEEP_FN(sweep_maxwell_backward)
-#define SWEEP_EQ_PHASES 2
-#define SWEEP_EQ_BLOCKING 0
-#define SWEEP_EQ_SNAP_VALUES MX_SNAP
-#define SWEEP_EQ_SNAP_FIRST(k) ((k) ? MX_NH : 0)
-#define SWEEP_EQ_SNAP_END(k) ((k) ? MX_SNAP : MX_NH)
-#define SWEEP_EQ_MODEL(f)          \
-  SWEEP_FN(mx_ctx_t) mx_base;      \
-  SWEEP_FN(mx_ctx)(p, f, &mx_base)
-#define SWEEP_EQ_SHIFT_SHOTS(f, fo, g)                                                   \
-  do {                                                                                   \
-    for (int k_ = 0; k_ < 9; ++k_) (g)->field[k_] = SWEEP_OFF((f)->field[k_], fo);      \
-    for (int k_ = 0; k_ < 27; ++k_) (g)->psi[k_] = SWEEP_OFF((f)->psi[k_], fo);         \
-    for (int k_ = 0; k_ < 15; ++k_) (g)->grad[k_] = SWEEP_OFF((f)->grad[k_], fo);       \
-  } while (0)
-#define SWEEP_EQ_GRAD(f) ((f)->grad[MX_CA(0)])
-#define SWEEP_EQ_FWD_STATE(f) ((void)0)
-#define SWEEP_EQ_ADJ_STATE(f) ((void)0)
-#define SWEEP_EQ_FWD_SHOT(f, off) const SWEEP_FN(mx_ctx_t) mx_e = SWEEP_FN(mx_shot)(&mx_base, off)
-#define SWEEP_EQ_ADJ_SHOT(f, off) SWEEP_EQ_FWD_SHOT(f, off)
-#define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y, k) \
-  ((void)(pa), (void)(pb), SWEEP_FN(mx_row)(p, &mx_e, wr, NULL, 0, z, y, k))
-#define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, st) \
-  ((void)(pa), (void)(pb), SWEEP_FN(mx_row)(p, &mx_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
-#define SWEEP_EQ_FWD_POINTS(p, f, k, shot, off, t) \
-  SWEEP_FN(mx_fwd_points)(p, f, &mx_base, k, shot, off, t)
-#define SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t) \
-  SWEEP_FN(mx_adj_points)(p, f, &mx_base, k, shot, off, t)
-#define SWEEP_EQ_FWD_GHOSTS(p, k) ((void)0)
-#define SWEEP_EQ_ADJ_GHOSTS(p, k, t) ((void)0)
-#define SWEEP_EQ_FWD_ROTATE() ((void)0)
-#define SWEEP_EQ_ADJ_ROTATE() ((void)0)
-
-#include "cpu_skeleton.h"
-
-/* The entry points of every order (the dispatch table's names), one
- * run-time-order kernel each way. */
-#define MX_ENTRY_(o, tag)                                                                       \
-  void SWEEP_CAT(SWEEP_CAT(SWEEP_CAT(sweep_maxwell_forward_, SWEEP_NDIM), SWEEP_CAT(d_o, o)),   \
-                 tag)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,            \
-                      sweep_int t, sweep_int n, int nt) {                                       \
-    SWEEP_EQ_FORWARD(p, f, t, n, nt);                                                           \
-  }                                                                                             \
-  void SWEEP_CAT(SWEEP_CAT(SWEEP_CAT(sweep_maxwell_backward_, SWEEP_NDIM), SWEEP_CAT(d_o, o)),  \
-                 tag)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,            \
-                      sweep_int t, sweep_int n, int nt) {                                       \
-    SWEEP_EQ_BACKWARD(p, f, t, n, nt);                                                          \
-  }
-#if SWEEP_REAL_BYTES == 4
-#define MX_TAG _f32
-#else
-#define MX_TAG _f64
-#endif
-MX_ENTRY_(2, MX_TAG)
-MX_ENTRY_(4, MX_TAG)
-MX_ENTRY_(6, MX_TAG)
-MX_ENTRY_(8, MX_TAG)
+#define SWEEP_STAG_FORWARD_NAME sweep_maxwell_forward_
+#define SWEEP_STAG_BACKWARD_NAME sweep_maxwell_backward_
+#define SWEEP_STAG_SNAP_VALUES MX_SNAP
+#define SWEEP_STAG_SNAP_SPLIT MX_NH
+#define SWEEP_STAG_GRAD_SLOT MX_CA(0)
+#include "cpu_staggered_hooks.h"
