@@ -263,6 +263,12 @@ class CompiledElastic(CompiledStepper):
 
     @functools.cached_property
     def _elastic_constants(self) -> dict[str, Any]:
+        weights = velocity_weights(self.eager, self.dtype)
+        wv = [[self.kernel_input(w, name="weights") for w in per] for per in weights]
+        return {**self._staggered_constants(), "wv": wv}
+
+    def _staggered_constants(self) -> dict[str, Any]:
+        """Arrays of the kernels' record every staggered system sets alike (Maxwell too)."""
         g, dt = self.geom, self.dtype
         p = g.params()
         p["n_src"], p["n_rec"] = self.n_src_terms, self.n_rec_terms
@@ -277,12 +283,10 @@ class CompiledElastic(CompiledStepper):
         def index(x: np.ndarray, n: int, name: str) -> Any:
             return self.kernel_input(x, name=name, dtype=np.int64) if n else None
 
-        weights = velocity_weights(self.eager, dt)
         return {
             "params": p,
             "pml": profiles(g.pml_profiles),
             "pml_half": profiles(g.pml_profiles_half),
-            "wv": [[self.kernel_input(w, name="weights") for w in per] for per in weights],
             "ws": self.kernel_input(np.array(self.eager.cs[: g.halo], dtype=dt), name="ws"),
             "src_idx": index(self.src_idx, g.n_src, "source_locations"),
             "rec_idx": index(self.rec_idx, g.n_rec, "receiver_locations"),

@@ -224,29 +224,8 @@ class CompiledMaxwell(CompiledElastic):
     # -- the hooks of CompiledStepper -----------------------------------------------
     @functools.cached_property
     def _elastic_constants(self) -> dict[str, Any]:
-        g, dt = self.geom, self.dtype
-        p = g.params()
-        p["n_src"], p["n_rec"] = self.n_src_terms, self.n_rec_terms
-
-        def profiles(per_axis: Any) -> list[tuple[Any, Any]]:
-            return [
-                (self.kernel_input(a.astype(dt), name="CPML profile"),
-                 self.kernel_input(b.astype(dt), name="CPML profile"))
-                for a, b in per_axis
-            ]  # fmt: skip
-
-        def index(x: np.ndarray, n: int, name: str) -> Any:
-            return self.kernel_input(x, name=name, dtype=np.int64) if n else None
-
-        return {
-            "params": p,
-            "pml": profiles(g.pml_profiles),
-            "pml_half": profiles(g.pml_profiles_half),
-            "ws": self.kernel_input(np.array(self.eager.cs[: g.halo], dtype=dt), name="ws"),
-            "src_idx": index(self.src_idx, g.n_src, "source_locations"),
-            "rec_idx": index(self.rec_idx, g.n_rec, "receiver_locations"),
-            "rec_groups": None,
-        }
+        # No per-cell velocity weights: Maxwell's free faces are images.
+        return self._staggered_constants()
 
     def _set_coefficients(self, f: _Fields, coeffs: dict[int, Any], *, adjoint: bool) -> None:
         c = self._constants
