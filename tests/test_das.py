@@ -340,23 +340,6 @@ def test_bad_input():
     np.testing.assert_array_equal(a, b)
 
 
-def test_example_quick(tmp_path):
-    """examples/das_fwi.py --quick runs, writes its figure and lowers the misfit."""
-    pytest.importorskip("matplotlib")
-    pytest.importorskip("tqdm")
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "examples" / "das_fwi.py"
-    spec = importlib.util.spec_from_file_location("das_fwi", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = tmp_path / "das.png"
-    result = module.main(["--quick", "--out", str(out), "--no-progress"])
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert result["misfit"][-1] < 0.7 * result["misfit"][0]
-
-
 def test_plot_das_gather():
     pytest.importorskip("matplotlib")
     from sweep.plot import plot_das_gather

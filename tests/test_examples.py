@@ -29,3 +29,13 @@ def test_gpr_inversion_quick(tmp_path):
     for name in ("epsilon", "sigma"):
         moved = abs(result[name] - result[f"{name}_start"]).max()
         assert moved > 0.01 * abs(result[f"{name}_start"]).max(), name
+
+
+def test_das_fwi_quick(tmp_path):
+    """examples/das_fwi.py --quick runs, writes its figure and lowers the misfit."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("tqdm")
+    out = tmp_path / "das.png"
+    result = _load("das_fwi").main(["--quick", "--out", str(out), "--no-progress"])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result["misfit"][-1] < 0.7 * result["misfit"][0]
