@@ -229,8 +229,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
  * (acoustic_w_band_point). */
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) (((v) ? ru_next : ru)[i] = (x))
 /* The band's rows are thin strips: one function with the CPML mask a
- * run-time value (SWEEP_BAND_ROW_FN), not a vector loop per mask and call. */
-SWEEP_BAND_ROW_FN void SWEEP_FN(acoustic_recon_band_row)(
+ * run-time value (SWEEP_ONCE_FN), not a vector loop per mask and call. */
+SWEEP_ONCE_FN void SWEEP_FN(acoustic_recon_band_row)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT u,
     const SWEEP_R *SWEEP_RESTRICT rpsi, const SWEEP_R *SWEEP_RESTRICT mu,
     SWEEP_R *SWEEP_RESTRICT grad, sweep_int base, sweep_int z, sweep_int y, sweep_int x0,

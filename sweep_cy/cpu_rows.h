@@ -122,13 +122,13 @@ static inline int SWEEP_FN(row_mask)(const SWEEP_EQ_PARAMS *p, sweep_int z, swee
  * that seldom run (segments shorter than a vector, cells next to an edge),
  * where per-mask copies were most of a unit's code and compile time. */
 /* A function of rows that run seldom (the boundary-saving band's thin
- * strips), compiled once: not inlined at each call site and its loops not
- * unswitched per CPML mask (which multiplied the 3D units' compile time). */
-#define SWEEP_BAND_ROW_FN static __attribute__((noinline, optimize("no-unswitch-loops")))
+ * strips, SWEEP_DEFINE_ANY_MASK's rows), compiled once: not inlined at each
+ * call site and its loops not unswitched per CPML mask (which multiplied the
+ * 3D units' compile time). */
+#define SWEEP_ONCE_FN static __attribute__((noinline, optimize("no-unswitch-loops")))
 
 #define SWEEP_DEFINE_ANY_MASK(name, body, params, args)                           \
-  static __attribute__((noinline, optimize("no-unswitch-loops"))) void SWEEP_FN( \
-      name)(SWEEP_UNWRAP_ params, const int mask) {                              \
+  SWEEP_ONCE_FN void SWEEP_FN(name)(SWEEP_UNWRAP_ params, const int mask) {      \
     SWEEP_FN(body)(SWEEP_UNWRAP_ args, mask);                                    \
   }
 

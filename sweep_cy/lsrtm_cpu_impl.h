@@ -537,7 +537,7 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) \
   (((v) == 0 ? ru0 : (v) == 1 ? ru1 : (v) == 2 ? ru0_next : ru1_next)[i] = (x))
 /* One function for the band's rows, the mask a run-time value (as acoustic's). */
-SWEEP_BAND_ROW_FN void SWEEP_FN(lsrtm_recon_band_row)(
+SWEEP_ONCE_FN void SWEEP_FN(lsrtm_recon_band_row)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT u0,
     const SWEEP_R *SWEEP_RESTRICT rpsi0, const SWEEP_R *SWEEP_RESTRICT u1,
     const SWEEP_R *SWEEP_RESTRICT rpsi1, const SWEEP_R *SWEEP_RESTRICT g0,

@@ -222,7 +222,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_recon_snap_row)(
  * vrz_recon_snap_row's): W^t from the reconstruction, the band's u^t (ru)
  * and the ring's u^t and psi^t (ru, rpsi; vrz_w_band_point), u^t, and
  * psi^t = 0 of each axis. */
-SWEEP_BAND_ROW_FN void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
+SWEEP_ONCE_FN void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
                                                  const SWEEP_R *buoyancy, const SWEEP_R *ru,
                                                  const SWEEP_R *rpsi, sweep_int z, sweep_int y,
                                                  sweep_int x0, sweep_int x1, int mask,
@@ -337,9 +337,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 /* The ring's u^t into ru and its psi^t into ru_next (as acoustic's), read by
  * the band's snapshot (vrz_recon_snap_band). */
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) (((v) ? ru_next : ru)[i] = (x))
-#define SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs)                    \
-  SWEEP_FN(vrz_recon_snap_band)(p, buoyancy, ru + (off), ru_next + (off), z, y, x0, x1, mask, st, \
-                                vs)
+/* (The band's row base goes unused: the snapshot rows index by z, y.) */
+#define SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs)                      \
+  ((void)(base), SWEEP_FN(vrz_recon_snap_band)(p, buoyancy, ru + (off), ru_next + (off), z, y, x0, \
+                                               x1, mask, st, vs))
 
 #include "cpu_skeleton.h"
 
