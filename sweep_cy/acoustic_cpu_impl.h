@@ -42,6 +42,15 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_row)(
   SWEEP_FN(adj_row_scalar)(p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1,
                            mask);
 }
+#define SWEEP_ADJ_ROW_PARAMS                                                                    \
+  const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *mu, SWEEP_R *mu_prev,   \
+      SWEEP_R *const *P, SWEEP_R *const *P_new, SWEEP_R *const *Z, SWEEP_R *const *Z_new,    \
+      const SWEEP_R *const *pa, const SWEEP_R *const *pb, sweep_int base, sweep_int z,       \
+      sweep_int y, sweep_int x0, sweep_int x1
+/* One never-inlined function per mask, as fwd_mask_row (acoustic_cpu_scalar.h). */
+SWEEP_DEFINE_BY_MASK(adj_mask_row, adj_row, (SWEEP_ADJ_ROW_PARAMS),
+                     (p, v2dt2, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1))
+#undef SWEEP_ADJ_ROW_PARAMS
 
 /* One row (z, y) of one shot (pointers already offset to the shot): the x
  * segments in the CPML and the plain middle, each with its compile-time mask.
@@ -53,8 +62,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_full_row)(
   const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
   const int outer = SWEEP_FN(row_mask)(p, z, y);
-#define SWEEP_FWD_ROW(x0, x1, m) \
-  SWEEP_FN(fwd_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, x0, x1, m)
+#define SWEEP_FWD_ROW(x0, x1, m)  \
+  SWEEP_CALL_BY_MASK(fwd_mask_row, m, \
+                     (p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, x0, x1))
   /* The high x-CPML segment's psi window reaches a vector (<= a line) below it. */
   const sweep_int xa = p->plain_hi[2] - SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
   const sweep_int xb = p->shape[2];
@@ -80,10 +90,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_edge_row)(
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wr, sweep_int z, sweep_int y) {
   const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
-  SWEEP_FN(fwd_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, h,
-                    p->plain_lo[2], 4);
-  SWEEP_FN(fwd_row)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y,
-                    p->plain_hi[2], x_end, 4);
+  SWEEP_FN(fwd_mask_row4)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, h,
+                          p->plain_lo[2]);
+  SWEEP_FN(fwd_mask_row4)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y,
+                          p->plain_hi[2], x_end);
 }
 
 /*
@@ -119,8 +129,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_full_row)(
   const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
   const int outer = SWEEP_FN(row_mask)(p, z, y);
-#define SWEEP_ADJ_ROW(x0, x1, m) \
-  SWEEP_FN(adj_row)(p, v2dt2, mu, mu_prev, P, Pn, Z, Zn, pa, pb, base, z, y, x0, x1, m)
+#define SWEEP_ADJ_ROW(x0, x1, m)  \
+  SWEEP_CALL_BY_MASK(adj_mask_row, m, \
+                     (p, v2dt2, mu, mu_prev, P, Pn, Z, Zn, pa, pb, base, z, y, x0, x1))
 #define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_ADJ_ROW, m, (void)0)
   SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
 #undef SWEEP_ADJ_ROW

@@ -88,6 +88,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(SWEEP_FWD_SC
   SWEEP_FN(fwd_row_scalar)(SWEEP_FWD_SCALAR_ARGS, mask);
 }
 
+/* fwd_row as one never-inlined function per mask, which every row loop
+ * calls (acoustic's forward, blocked and replay loops, each Born field):
+ * inlined at each x segment of each outer mask of each loop, the vector
+ * rows were most of a unit's code and compile time. */
+SWEEP_DEFINE_BY_MASK(fwd_mask_row, fwd_row, (SWEEP_FWD_SCALAR_PARAMS), (SWEEP_FWD_SCALAR_ARGS))
+
 #undef SWEEP_FWD_SCALAR_PARAMS
 #undef SWEEP_FWD_SCALAR_ARGS
 #undef SWEEP_ADJ_SCALAR_PARAMS

@@ -119,20 +119,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_scatter)(
   for (sweep_int x = x0; x < x1; ++x) up[x] = SWEEP_FMA(dk[x], w[x], up[x]);
 }
 
-/* Acoustic's rows of one field (fwd_row: vector then scalar; adj_row_vec
- * with A to arow), one never-inlined function per CPML mask that both
- * fields call: inlined, the rows of two fields per segment and mask doubled
- * the code to compile. */
-#define SWEEP_BORN_WFWD_PARAMS                                                                \
-  const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,    \
-      SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,                    \
-      const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int base,     \
-      sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
-#define SWEEP_BORN_WFWD_ARGS p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y, x0, x1
-SWEEP_DEFINE_BY_MASK(born_wave_fwd_row, fwd_row, (SWEEP_BORN_WFWD_PARAMS), (SWEEP_BORN_WFWD_ARGS))
-#undef SWEEP_BORN_WFWD_PARAMS
-#undef SWEEP_BORN_WFWD_ARGS
-
+/* Acoustic's rows of one field, one never-inlined function per CPML mask
+ * that both fields call (fwd_mask_row, acoustic_cpu_scalar.h; adj_row_vec
+ * with A to arow below): inlined, the rows of two fields per segment and
+ * mask doubled the code to compile. */
 #if SWEEP_HAVE_VEC
 #define SWEEP_BORN_WADJ_PARAMS                                                                \
   const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *g, SWEEP_R *g_prev,    \
@@ -162,9 +152,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_row)(
     SWEEP_CALL_BY_MASK(born_fwd_point_row, mask, (SWEEP_BORN_FWD_ARGS))
     return;
   }
-  SWEEP_CALL_BY_MASK(born_wave_fwd_row, mask, (p, v2dt2, u0, u0_prev, psi0, psi0_new, zeta0, pa,
+  SWEEP_CALL_BY_MASK(fwd_mask_row, mask, (p, v2dt2, u0, u0_prev, psi0, psi0_new, zeta0, pa,
                                                pb, w0, base, z, y, x0, x1))
-  SWEEP_CALL_BY_MASK(born_wave_fwd_row, mask, (p, v2dt2, u1, u1_prev, psi1, psi1_new, zeta1, pa,
+  SWEEP_CALL_BY_MASK(fwd_mask_row, mask, (p, v2dt2, u1, u1_prev, psi1, psi1_new, zeta1, pa,
                                                pb, wrow ? wrow + pitch : NULL, base, z, y, x0, x1))
   SWEEP_FN(born_scatter)(u1_prev + base, dv2dt2 + base, w0, x0, x1);
 }
