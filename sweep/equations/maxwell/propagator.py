@@ -154,8 +154,8 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[MaxwellResult, Any]:
     """Run the compiled forward pass (:func:`sweep._staggered_run.run_compiled`)."""
     from .compiled import CompiledMaxwell
 
-    def engine(dtype: Any) -> CompiledMaxwell:
-        return CompiledMaxwell(call.geom, np, dtype, call.n_threads or 0, **call.extra)
+    def engine(xp: Any, dtype: Any) -> CompiledMaxwell:
+        return CompiledMaxwell(call.geom, xp, dtype, call.n_threads or 0, **call.extra)
 
     equation = "sweep.tm2d" if call.geom.ndim == 2 else "sweep.maxwell3d"
     return run_compiled(call, _NAMES, engine, _result, equation, gradient=gradient)
