@@ -2,7 +2,7 @@
 
 :func:`run` takes the equation's name and then the arguments of the CPU
 binding's entry points (``sweep._C``: ``acoustic_run``, ``lsrtm_run``,
-``vrz_run``, ``elastic_run``): the same parameter and
+``vrz_run``, ``elastic_run``, ``maxwell_run``): the same parameter and
 pointer records, so the driver in ``sweep._compiled`` is shared.
 Kernels (``cuda/<equation>.cu``) are compiled once per (equation, ndim, order,
 dtype, device, options) from a preamble that defines the specialisation
@@ -36,11 +36,11 @@ _BLOCK = (32, 8, 1)
 # The equations with CUDA kernels (cuda/<equation>.cu), and the wavefields of
 # each: the suffixes of their fields' names in the pointer record (u{s},
 # u{s}_prev, psi{s}, psi{s}_new, zeta{s}, zeta{s}_new).
-WAVES = {"acoustic": ("",), "lsrtm": ("0", "1"), "vrz": ("",), "elastic": ()}
+WAVES = {"acoustic": ("",), "lsrtm": ("0", "1"), "vrz": ("",), "elastic": (), "maxwell": ()}
 # Staggered first-order systems (cuda/staggered_cuda.h): two in-place phases
 # per step, and the sets of images each has behind free faces (set k: those
 # forward phase k fills, which adjoint phase 1 - k folds back).
-IMAGE_SETS = {"elastic": (1,)}
+IMAGE_SETS = {"elastic": (1,), "maxwell": (0, 1)}
 # Equations whose boundary-saving adjoint rebuilds each step's snapshot in
 # slot 0 of the store (<equation>_recon_snapshot) and correlates it as full
 # storage does (SWEEP_EQ_RECON_SNAPSHOT of the CPU skeleton).

@@ -149,7 +149,7 @@ def test_cpu_and_cuda_agree_vrz(ndim, order, free_surface):
 
 @pytest.mark.gpu
 @gpu
-@pytest.mark.parametrize("equation", ["elastic"])
+@pytest.mark.parametrize("equation", ["elastic", "tm2d", "maxwell3d"])
 @pytest.mark.parametrize("free", [False, True])
 def test_cpu_and_cuda_agree_staggered(equation, free):
     """Elastic and Maxwell: receivers and every gradient of cuda/elastic.cu and
