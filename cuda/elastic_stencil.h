@@ -82,6 +82,85 @@ typedef struct SWEEP_FN(elastic_ctx) {
   int nh;
 } SWEEP_FN(elastic_ctx);
 
+/* The pointers of a call (fields, memory variables and gradients of shot 0):
+ * the CPU's (sweep_cy/elastic_cpu_impl.h) and each CUDA thread's. */
+SWEEP_HD void SWEEP_FN(el_ctx)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                               SWEEP_FN(elastic_ctx) * e) {
+  for (int k = 0; k < 9; ++k) {
+    e->f[k] = (SWEEP_R *)f->field[k];
+    for (int d = 0; d < 3; ++d) e->m[k][d] = (SWEEP_R *)f->psi[3 * k + d];
+  }
+  for (int k = 0; k < 15; ++k) {
+    e->c[k] = (const SWEEP_R *)f->coef[k];
+    e->g[k] = (SWEEP_R *)f->grad[k];
+  }
+  for (int d = 0; d < 3; ++d) {
+    e->pa[d] = (const SWEEP_R *)f->pml_a[d];
+    e->pb[d] = (const SWEEP_R *)f->pml_b[d];
+    e->pah[d] = (const SWEEP_R *)f->pml_ah[d];
+    e->pbh[d] = (const SWEEP_R *)f->pml_bh[d];
+    e->wv[d][0] = (const SWEEP_R *)f->wv[2 * d];
+    e->wv[d][1] = (const SWEEP_R *)f->wv[2 * d + 1];
+    e->st[d] = p->stride[d];
+    e->n[d] = p->shape[d];
+    e->rdx[d] = (SWEEP_R)p->rdx[d];
+  }
+  e->ws = (const SWEEP_R *)f->ws;
+  e->nh = (int)p->halo;
+}
+
+/* The same pointers offset to the shot at element offset off. */
+SWEEP_HD SWEEP_FN(elastic_ctx) SWEEP_FN(el_shot)(const SWEEP_FN(elastic_ctx) * base,
+                                                 sweep_int off) {
+  SWEEP_FN(elastic_ctx) e = *base;
+  for (int k = 0; k < EL_NF; ++k) {
+    e.f[k] += off;
+    for (int d = 0; d < 3; ++d)
+      if (e.m[k][d]) e.m[k][d] += off;
+  }
+  for (int k = 0; k < EL_NC; ++k)
+    if (e.g[k]) e.g[k] += off;
+  return e;
+}
+
+/* Whether stress field F has odd images across free surfaces of model axis
+ * b (it has a component along b), and whether it is staggered along b: 0
+ * no image, 1 an image on the nodes, 2 one half a cell out. */
+SWEEP_HD int SWEEP_FN(el_mirrored)(int F, int b) {
+  if (F < EL_ND) return 0;
+  if (F < 2 * EL_ND) return F - EL_ND == b;
+  for (int a = 0; a < EL_ND; ++a)
+    for (int c = a + 1; c < EL_ND; ++c)
+      if (EL_S(a, c) == F) return a == b || c == b ? 2 : 0;
+  return 0;
+}
+
+/* Source term of amplitude a at cell of field F (the shot at element
+ * offset off; e of shot 0): phase 0 the forces (times b of the cell),
+ * phase 1 the stresses. */
+SWEEP_HD void SWEEP_FN(el_source)(const SWEEP_FN(elastic_ctx) * e, int phase, sweep_int F,
+                                  sweep_int off, sweep_int cell, SWEEP_R a) {
+  if (phase == 0 && F < EL_ND) e->f[F][off + cell] += e->c[EL_CB(F)][cell] * a;
+  if (phase == 1 && F >= EL_ND) e->f[F][off + cell] += a;
+}
+
+/* The adjoint of el_source in phase vel (1: the forces) once the adjoint
+ * field is complete: its amplitude's gradient into *gs (or not: NULL) and,
+ * when model, the force's term of b's gradient (amplitude *amp; sampled as
+ * the snapshots). */
+SWEEP_HD void SWEEP_FN(el_source_adjoint)(const SWEEP_FN(elastic_ctx) * e, int vel, sweep_int F,
+                                          sweep_int off, sweep_int cell, const SWEEP_R *amp,
+                                          SWEEP_R *gs, int model) {
+  if ((F < EL_ND) != vel) return;
+  const SWEEP_R lam = e->f[F][off + cell];
+  if (vel) {
+    if (gs) *gs = e->c[EL_CB(F)][cell] * lam;
+    if (model && e->g[EL_CB(F)]) e->g[EL_CB(F)][off + cell] += *amp * lam;
+  } else if (gs) {
+    *gs = lam;
+  }
+}
+
 /* Phase V at cell i (coordinates cz, cy, cx): the velocities; W (or NULL) receives
  * the snapshot values sum_b D_ab at W[a * pitch]. */
 SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,

@@ -2,7 +2,7 @@
  * Maxwell's equations on the Yee grid (TM2D and 3D): one grid point of each
  * half step, forward and adjoint, and the coefficient gradients.  The single
  * definition of the arithmetic for the C/OpenMP kernels
- * (sweep_cy/maxwell_cpu_impl.h) and, later, CUDA; the discrete operator is
+ * (sweep_cy/maxwell_cpu_impl.h) and the CUDA ones (cuda/maxwell.cu); the discrete operator is
  * the eager reference's (sweep/equations/maxwell/eager.py, docs/maxwell.md).
  * The order is an argument (nh taps per side), as in elastic_stencil.h.
  *
@@ -85,6 +85,68 @@ typedef struct SWEEP_FN(maxwell_ctx) {
   SWEEP_R rdx[3];
   int nh;
 } SWEEP_FN(maxwell_ctx);
+
+/* The pointers of a call (fields, memory variables and gradients of shot 0):
+ * the CPU's (sweep_cy/maxwell_cpu_impl.h) and each CUDA thread's. */
+SWEEP_HD void SWEEP_FN(mx_ctx)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                               SWEEP_FN(maxwell_ctx) * e) {
+  for (int k = 0; k < 6; ++k) {
+    e->f[k] = (SWEEP_R *)f->field[k];
+    for (int d = 0; d < 3; ++d) e->m[k][d] = (SWEEP_R *)f->psi[3 * k + d];
+  }
+  for (int k = 0; k < 9; ++k) {
+    e->c[k] = (const SWEEP_R *)f->coef[k];
+    e->g[k] = (SWEEP_R *)f->grad[k];
+  }
+  for (int d = 0; d < 3; ++d) {
+    e->pa[d] = (const SWEEP_R *)f->pml_a[d];
+    e->pb[d] = (const SWEEP_R *)f->pml_b[d];
+    e->pah[d] = (const SWEEP_R *)f->pml_ah[d];
+    e->pbh[d] = (const SWEEP_R *)f->pml_bh[d];
+    e->st[d] = p->stride[d];
+    e->n[d] = p->shape[d];
+    e->rdx[d] = (SWEEP_R)p->rdx[d];
+  }
+  e->ws = (const SWEEP_R *)f->ws;
+  e->nh = (int)p->halo;
+}
+
+/* The same pointers offset to the shot at element offset off. */
+SWEEP_HD SWEEP_FN(maxwell_ctx) SWEEP_FN(mx_shot)(const SWEEP_FN(maxwell_ctx) * base,
+                                                 sweep_int off) {
+  SWEEP_FN(maxwell_ctx) e = *base;
+  for (int k = 0; k < 6; ++k) {
+    if (e.f[k]) e.f[k] += off;
+    for (int d = 0; d < 3; ++d)
+      if (e.m[k][d]) e.m[k][d] += off;
+  }
+  for (int k = 0; k < 9; ++k)
+    if (e.g[k]) e.g[k] += off;
+  return e;
+}
+
+/* Whether component c of E or H has images across the free faces of
+ * kernel axis d (it is tangential to them): odd for E, even for H, H
+ * staggered along d (half a cell out). */
+SWEEP_HD int SWEEP_FN(mx_mirrored)(int c, int d) { return c != d; }
+
+/* Source term of amplitude a at cell of E component F - 3 (the shot at
+ * element offset off; e of shot 0), in phase E. */
+SWEEP_HD void SWEEP_FN(mx_source)(const SWEEP_FN(maxwell_ctx) * e, sweep_int F, sweep_int off,
+                                  sweep_int cell, SWEEP_R a) {
+  e->f[F][off + cell] = SWEEP_FMA(e->c[MX_CB(F - 3)][cell], a, e->f[F][off + cell]);
+}
+
+/* The adjoint of mx_source once the adjoint E is complete: its amplitude's
+ * gradient into *gs (or not: NULL) and, when model, the source's term of
+ * cb's gradient (amplitude *amp; sampled as the snapshots). */
+SWEEP_HD void SWEEP_FN(mx_source_adjoint)(const SWEEP_FN(maxwell_ctx) * e, sweep_int F,
+                                          sweep_int off, sweep_int cell, const SWEEP_R *amp,
+                                          SWEEP_R *gs, int model) {
+  const SWEEP_R lam = e->f[F][off + cell];
+  if (gs) *gs = e->c[MX_CB(F - 3)][cell] * lam;
+  if (model && e->g[MX_CB(F - 3)]) e->g[MX_CB(F - 3)][off + cell] += *amp * lam;
+}
 
 /* Curl term t (0, 1) of component a: the derivative axis b, the component
  * cc it differentiates, and its sign; 0 when the term does not exist. */
@@ -244,5 +306,24 @@ SWEEP_HD void SWEEP_FN(mx_adj_h)(const SWEEP_FN(maxwell_ctx) * e, sweep_int q, c
     SWEEP_FN(mx_adj_psi)(e, a, q, c, mask, 1);
     const SWEEP_R g = SWEEP_FN(mx_gather)(e, a, q, c, mask, nh, 1, 0);
     e->f[MX_EF(a)][q] = SWEEP_FMA(e->c[MX_CA(a)][q], e->f[MX_EF(a)][q], g);
+  }
+}
+
+/* The adjoint's gather at halo cell q (coordinates c) of the shot of e, of
+ * E (is_e) or H: the components with an image there (beyond a free face
+ * they are mirrored across), which the forward read. */
+SWEEP_HD void SWEEP_FN(mx_halo_cell)(const sweep_acoustic_params *p,
+                                     const SWEEP_FN(maxwell_ctx) * e, sweep_int q,
+                                     const sweep_int *c, int is_e) {
+  const sweep_int h = p->halo;
+  for (int a = 0; a < 3; ++a) {
+    if (!(is_e ? MX_HAS_E(a) : MX_HAS_H(a))) continue;
+    int ghost = 0;
+    for (int d = MX_A0; d < 3; ++d)
+      ghost |= SWEEP_FN(mx_mirrored)(a, d) &&
+               ((p->free_lo[d] && c[d] < h) || (p->free_hi[d] && c[d] >= p->shape[d] - h));
+    if (!ghost) continue;
+    SWEEP_R *u = e->f[is_e ? MX_EF(a) : MX_HF(a)];
+    u[q] += SWEEP_FN(mx_gather)(e, a, q, c, 7, e->nh, is_e, 1);
   }
 }

@@ -164,49 +164,87 @@ __device__ __forceinline__ sweep_int sweep_band_pos(const sweep_acoustic_params 
   return -1;
 }
 
+/* Image cell gk of face (axis d, side) of field, as mirror_axis does on the
+ * CPU (cpu_rows.h): item enumerates (shot, gk < layers, the face's cells);
+ * half = 1 for a field staggered along d (its images start half a cell out:
+ * h of them on the low side, h + 1 on the high one).  Forward: the image is
+ * sign times its mirror cell; adjoint: it is folded back onto the mirror
+ * cell and zeroed.  One image per thread, each its own mirror cell. */
+__device__ __forceinline__ void sweep_mirror_cell(const sweep_acoustic_params &p, R *field, int d,
+                                                  int side, sweep_int item, sweep_int layers,
+                                                  int half, R sign, int adjoint) {
+  const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
+  const sweep_int n1 = p.shape[e1], n2 = p.shape[e2];
+  if (item >= p.n_shots * layers * n1 * n2) return;
+  const sweep_int j2 = item % n2;
+  const sweep_int j1 = (item / n2) % n1;
+  const sweep_int gk = (item / (n2 * n1)) % layers;
+  const sweep_int shot = item / (n2 * n1 * layers);
+  if (gk >= H + (side ? half : 0)) return;
+  const sweep_int surface = side ? p.shape[d] - 1 - H : H;
+  const sweep_int g = side ? p.shape[d] - H - half + gk : gk;
+  const sweep_int mirror = 2 * surface - g - half;
+  R *fs = field + shot * p.shot_stride + j1 * p.stride[e1] + j2 * p.stride[e2];
+  if (adjoint) {
+    fs[mirror * p.stride[d]] += sign * fs[g * p.stride[d]];
+    fs[g * p.stride[d]] = 0;
+  } else {
+    fs[g * p.stride[d]] = sign * fs[mirror * p.stride[d]];
+  }
+}
+
 /* Odd mirror of field into one ghost cell (item) of face (axis d, side). */
 __device__ __forceinline__ void sweep_mirror_ghost(const sweep_acoustic_params &p, R *field,
                                                    int d, int side, sweep_int item) {
-  const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
-  const sweep_int n1 = p.shape[e1], n2 = p.shape[e2];
-  const sweep_int total = p.n_shots * H * n1 * n2;
-  if (item >= total) return;
-  const sweep_int j2 = item % n2;
-  const sweep_int j1 = (item / n2) % n1;
-  const sweep_int gk = (item / (n2 * n1)) % H;
-  const sweep_int shot = item / (n2 * n1 * H);
-  const sweep_int surface = side ? p.shape[d] - 1 - H : H;
-  const sweep_int g = side ? p.shape[d] - H + gk : gk;
-  const sweep_int mirror = 2 * surface - g;
-  R *fs = field + shot * p.shot_stride + j1 * p.stride[e1] + j2 * p.stride[e2];
-  fs[g * p.stride[d]] = -fs[mirror * p.stride[d]];
+  sweep_mirror_cell(p, field, d, side, item, H, 0, (R)-1, 0);
 }
 
-/* Receivers record u^t: one thread per (shot, receiver). */
-template <class F>
-__device__ __forceinline__ void sweep_record(const sweep_acoustic_params &p, const F &f,
-                                             sweep_int t) {
+/* Receivers record *at(shot, index): one thread per (shot, receiver); check:
+ * the index is a model cell (debug builds; single-field equations). */
+template <class F, class At>
+__device__ __forceinline__ void sweep_record_at(const sweep_acoustic_params &p, const F &f,
+                                                sweep_int t, int check, At at) {
   const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
   if (item >= p.n_shots * p.n_rec) return;
   const sweep_int shot = item / p.n_rec;
-  SWEEP_CHECK_INDEX("receiver", shot, item % p.n_rec, f.rec_idx[item]);
-  ((R *)f.rec)[item * p.nt + t] = ((const R *)f.u)[shot * p.shot_stride + f.rec_idx[item]];
+  if (check) SWEEP_CHECK_INDEX("receiver", shot, item % p.n_rec, f.rec_idx[item]);
+  ((R *)f.rec)[item * p.nt + t] = *at(shot, f.rec_idx[item]);
+}
+
+/* Receivers record u^t. */
+template <class F>
+__device__ __forceinline__ void sweep_record(const sweep_acoustic_params &p, const F &f,
+                                             sweep_int t) {
+  const R *u = (const R *)f.u;
+  sweep_record_at(p, f, t, 1, [&](sweep_int shot, sweep_int j) { return u + shot * p.shot_stride + j; });
+}
+
+/* Adjoint receiver injection: one thread per (shot, receiver cell) group
+ * (rec_groups: shot, index, first, end into rec_order); the receivers of one
+ * cell add in receiver order (as on the CPU), times c, into
+ * target(shot, index, &c), or nowhere where it returns NULL. */
+template <class F, class Target>
+__device__ __forceinline__ void sweep_inject_at(const sweep_acoustic_params &p, const F &f,
+                                                sweep_int t, int check, Target target) {
+  const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= p.n_rec_groups) return;
+  const sweep_int *grp = f.rec_groups + 4 * g;
+  if (check) SWEEP_CHECK_INDEX("receiver", grp[0], f.rec_order[grp[2]] % p.n_rec, grp[1]);
+  R c = 1;
+  R *m = target(grp[0], grp[1], &c);
+  if (!m) return;
+  for (sweep_int k = grp[2]; k < grp[3]; ++k)
+    *m += c * ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
 }
 
 /* Adjoint receiver injection into mu_prev (all shots), in mu = coef lambda
- * (coef: the factor of W in the update, acoustic's v^2 dt^2): one thread per
- * (shot, receiver cell); the receivers of one cell add in receiver order (as
- * on the CPU). */
+ * (coef: the factor of W in the update, acoustic's v^2 dt^2). */
 template <class F>
 __device__ __forceinline__ void sweep_inject_residuals(const sweep_acoustic_params &p,
                                                        const F &f, R *mu_prev, const R *coef,
                                                        sweep_int t) {
-  const sweep_int g = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
-  if (g >= p.n_rec_groups) return;
-  const sweep_int *grp = f.rec_groups + 4 * g;
-  SWEEP_CHECK_INDEX("receiver", grp[0], f.rec_order[grp[2]] % p.n_rec, grp[1]);
-  R *m = mu_prev + grp[0] * p.shot_stride + grp[1];
-  const R c = coef[grp[1]];
-  for (sweep_int k = grp[2]; k < grp[3]; ++k)
-    *m += c * ((const R *)f.rec)[f.rec_order[k] * p.nt + t];
+  sweep_inject_at(p, f, t, 1, [&](sweep_int shot, sweep_int j, R *c) {
+    *c = coef[j];
+    return mu_prev + shot * p.shot_stride + j;
+  });
 }

@@ -541,7 +541,7 @@ class CompiledStepper:
         if g.n_rec:
             idx = g.kernel_index(g.rec_idx)
             out["rec_idx"] = self.kernel_input(idx, name="receiver_locations", dtype=np.int64)
-        if g.n_rec and xp is not np:
+        if g.n_rec and self._cuda_receivers:
             out["rec_groups"] = self._rec_groups()
             out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
         if xp is np and self.time_blocking:
@@ -574,17 +574,27 @@ class CompiledStepper:
             f.set("rec_groups", c["rec_groups"][0])
             f.set("rec_order", c["rec_groups"][1])
 
-    def _rec_groups(self) -> tuple[Any, Any]:
-        """Receivers grouped by cell for the CUDA adjoint injection (see sweep_common.h)."""
+    @property
+    def _cuda_receivers(self) -> bool:
+        """Whether the kernels inject residuals by receiver cell (the CUDA kernels' groups)."""
+        return self.xp is not np
+
+    def _rec_groups(self, idx: Any = None, stride: int = 0) -> tuple[Any, Any]:
+        """Receivers grouped by cell for the CUDA adjoint injection (see sweep_common.h).
+
+        ``idx``: the receivers' kernel indices per shot (default: the
+        geometry's), each below ``stride`` (default: a shot's cells).
+        """
         g = self.geom
-        keys = np.arange(g.n_shots)[:, None] * g.kernel_shot_stride + g.kernel_index(g.rec_idx)
+        if idx is None:
+            idx, stride = g.kernel_index(g.rec_idx), g.kernel_shot_stride
+        keys = np.arange(g.n_shots)[:, None] * stride + np.asarray(idx)
         keys = keys.ravel()
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
         first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
         end = np.r_[first[1:], len(keys)]
         cell = sorted_keys[first]
-        stride = g.kernel_shot_stride
         groups = np.stack([cell // stride, cell % stride, first, end], axis=1)
         return (
             self.kernel_input(groups, dtype=np.int64, name="receiver groups"),

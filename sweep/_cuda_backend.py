@@ -2,8 +2,8 @@
 
 :func:`run` takes the equation's name and then the arguments of the CPU
 binding's entry points (``sweep._C``: ``acoustic_run``, ``lsrtm_run``,
-``vrz_run``): the same parameter and pointer records, so the driver in
-``sweep._compiled`` is shared.
+``vrz_run``, ``elastic_run``, ``maxwell_run``): the same parameter and
+pointer records, so the driver in ``sweep._compiled`` is shared.
 Kernels (``cuda/<equation>.cu``) are compiled once per (equation, ndim, order,
 dtype, device, options) from a preamble that defines the specialisation
 macros and the FD coefficients rendered by ``sweep._fd``.
@@ -36,7 +36,11 @@ _BLOCK = (32, 8, 1)
 # The equations with CUDA kernels (cuda/<equation>.cu), and the wavefields of
 # each: the suffixes of their fields' names in the pointer record (u{s},
 # u{s}_prev, psi{s}, psi{s}_new, zeta{s}, zeta{s}_new).
-WAVES = {"acoustic": ("",), "lsrtm": ("0", "1"), "vrz": ("",)}
+WAVES = {"acoustic": ("",), "lsrtm": ("0", "1"), "vrz": ("",), "elastic": (), "maxwell": ()}
+# Staggered first-order systems (cuda/staggered_cuda.h): two in-place phases
+# per step, and the sets of images each has behind free faces (set k: those
+# forward phase k fills, which adjoint phase 1 - k folds back).
+IMAGE_SETS = {"elastic": (1,), "maxwell": (0, 1)}
 # Equations whose boundary-saving adjoint rebuilds each step's snapshot in
 # slot 0 of the store (<equation>_recon_snapshot) and correlates it as full
 # storage does (SWEEP_EQ_RECON_SNAPSHOT of the CPU skeleton).
@@ -229,6 +233,9 @@ def run_steps(
 
     ``mod`` is a CuPy RawModule, or the tests' host build of the same sources.
     Boundary saving's kernels are looked up only when the fields ask for it.
+    A step of a staggered system (:data:`IMAGE_SETS`) is two phases, each
+    its rows and then its points and images (``cuda/staggered_cuda.h``);
+    the adjoint runs them in reverse.
     """
     p = params.astype(ACOUSTIC_PARAMS)
     f = fields.copy()
@@ -244,21 +251,26 @@ def run_steps(
     shot_grid = ((n_shots + 127) // 128,)
     axes = [3 - ndim + d for d in range(ndim)]
     faces = [(d, side) for d in axes for side, key in ((0, "free_lo"), (1, "free_hi")) if p[key][d]]
+    staggered = equation in IMAGE_SETS
 
     def kernel(name: str) -> Any:
         return mod.get_function(f"{equation}_{name}")
 
+    def face_grid(d: int, layers: int) -> tuple[int]:
+        n1 = int(shape[1 if d == 0 else 0]) * int(shape[2 if d != 2 else 1])
+        return ((n_shots * layers * n1 + 255) // 256,)
+
     main = kernel("adjoint" if adjoint else "forward")
     sources = kernel("adjoint_sources" if adjoint else "forward_sources")
-    ghosts = kernel("ghosts")
+    ghosts = kernel("images" if staggered else "ghosts")
     steps = range(t - 1, t - n_steps - 1, -1) if adjoint else range(t, t + n_steps)
     t_first = t - n_steps if adjoint else t
     k = max(int(p["store_every"]), 1)
     n_band = int(p["n_band"]) if int(f["band_idx"]) else 0
     waves = WAVES[equation]
     recon_names = [(f"recon_u{s}_next", f"recon_u{s}") for s in waves]
-    recon = adjoint and recon_names[0][1] in f.dtype.names and bool(int(f[recon_names[0][1]]))
-    recon = recon and bool(int(f[GRADIENT[equation]]))
+    recon = adjoint and bool(waves) and recon_names[0][1] in f.dtype.names
+    recon = recon and bool(int(f[recon_names[0][1]])) and bool(int(f[GRADIENT[equation]]))
     # CPML replay (boundary saving): the forward loads the band's u^t and keeps
     # W^t of the outer cells and the ring's state; the adjoint correlates the
     # CPML cells with the W^t and loads the ring's state for the band's W^t.
@@ -283,6 +295,59 @@ def run_steps(
     rec_grid = ((n_rec_items + 255) // 256,) if int(f["rec"]) and n_rec_items else None
     # Free-surface ghosts: the new state of every wavefield (and the reconstruction's).
     targets = [f"u{s}_prev" for s in waves] + ([nxt for nxt, _ in recon_names] if recon else [])
+    if staggered and faces and adjoint:
+        halo = kernel("halo")
+
+    def wave_points(step: int) -> None:
+        """Run a wave equation's step after its rows: points, boundary saving, ghosts."""
+        if rec_grid is not None:
+            receivers(rec_grid, (256,), (p[()], f[()], np.int64(step)))
+        sources(shot_grid, (128,), (p[()], f[()], np.int64(step)))
+        if recon and n_band:
+            band(
+                band_grid,
+                (256,),
+                (p[()], f[()], np.int64(step - t_first), np.int32(step > 0)),
+            )
+        if recon and replay and not rebuild:
+            correlate(cpml_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
+        for d, side in faces:
+            for name in targets:
+                ghosts(
+                    face_grid(d, h),
+                    (256,),
+                    (p[()], np.uint64(f[name]), np.int32(d), np.int32(side)),
+                )
+
+    def images(image_set: int) -> None:
+        """Fill (fold back) the images of one set across every free face, in the CPU's order."""
+        if image_set not in IMAGE_SETS[equation]:
+            return
+        order = [(d, side) for d in (axes[::-1] if adjoint else axes) for side in (0, 1)]
+        for d, side in order:
+            if (d, side) in faces:
+                args = (np.int32(d), np.int32(side), np.int32(image_set), np.int32(adjoint))
+                ghosts(face_grid(d, h + 1), (256,), (p[()], f[()], *args))
+
+    def staggered_points(step: int, phase: int) -> None:
+        """Run a staggered system's phase after its rows (cuda/staggered_cuda.h)."""
+        at, ph = np.int64(step), np.int32(phase)
+        if not adjoint:
+            sources(shot_grid, (128,), (p[()], f[()], at, ph))
+            if rec_grid is not None:
+                receivers(rec_grid, (256,), (p[()], f[()], at, ph))
+            images(phase)
+            return
+        image_set = 1 - phase
+        if image_set in IMAGE_SETS[equation]:
+            for d, side in faces:
+                args = (np.int32(d), np.int32(side), np.int32(image_set))
+                halo(face_grid(d, h), (256,), (p[()], f[()], *args))
+        if rec_grid is not None:
+            receivers(rec_grid, (256,), (p[()], f[()], at, ph))
+        images(image_set)
+        sources(shot_grid, (128,), (p[()], f[()], at, ph))
+
     for step in steps:
         # Same slot rule as the CPU driver (store_slot in cpu_skeleton.h).
         slot = step // k - (t_first + k - 1) // k if step % k == 0 else -1
@@ -296,27 +361,13 @@ def run_steps(
         if rebuild:
             snapshot(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
             slot = 0  # the rebuilt snapshot
+        if staggered:
+            for phase in (1, 0) if adjoint else (0, 1):
+                main(grid, _BLOCK, (p[()], f[()], np.int64(slot), np.int32(phase)))
+                staggered_points(step, phase)
+            continue
         main(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
-        if rec_grid is not None:
-            receivers(rec_grid, (256,), (p[()], f[()], np.int64(step)))
-        sources(shot_grid, (128,), (p[()], f[()], np.int64(step)))
-        if recon and n_band:
-            band(
-                band_grid,
-                (256,),
-                (p[()], f[()], np.int64(step - t_first), np.int32(step > 0)),
-            )
-        if recon and replay and not rebuild:
-            correlate(cpml_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
-        for d, side in faces:
-            n1 = int(shape[1 if d == 0 else 0]) * int(shape[2 if d != 2 else 1])
-            total = n_shots * h * n1
-            for name in targets:
-                ghosts(
-                    ((total + 255) // 256,),
-                    (256,),
-                    (p[()], np.uint64(f[name]), np.int32(d), np.int32(side)),
-                )
+        wave_points(step)
         for s in waves:
             _swap(f, f"u{s}_prev", f"u{s}")
             _swap(f, f"psi{s}", f"psi{s}_new", axes)

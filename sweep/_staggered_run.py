@@ -19,7 +19,7 @@ from . import _callbacks, _memory
 from . import _validate as val
 from ._api import check_cotangent
 from ._setup import Call
-from ._xp import from_kernel_array, kernel_array
+from ._xp import from_kernel_array, kernel_array, to_host
 
 
 def run_compiled(
@@ -33,24 +33,33 @@ def run_compiled(
 ) -> tuple[Any, Any]:
     """Run the compiled forward pass (with a tape for the adjoint when ``gradient``).
 
-    ``make_engine(dtype)`` builds the stepper, ``result(call, receivers,
+    ``make_engine(xp, dtype)`` builds the stepper (``xp``: NumPy, or CuPy
+    for the CUDA kernels, as the models are), ``result(call, receivers,
     state)`` the equation's result.  Returns the result and ``(engine, tape,
     models)`` (models as NumPy arrays of the compute dtype, in ``names``'
-    order).
+    order).  The point terms' maps and the models' chain rule run on the host.
     """
     g = call.geom
     like = call.models[names[0]]
     dtype = val.dtype_name(like)
     models = [kernel_array(call.models[k], dtype, name=k) for k in names]
-    if not isinstance(models[0], np.ndarray):
-        raise ValueError(
-            f"{equation} impl='c' runs on the CPU: pass host arrays or use impl='eager'"
-        )
-    engine = make_engine(models[0].dtype)
+    xp = np if isinstance(models[0], np.ndarray) else __import__("cupy")
+    engine = make_engine(xp, models[0].dtype)
+    if xp is not np:  # CuPy models: the CUDA kernels (the coefficients are set up on the host)
+        from . import _cuda_backend
+
+        if engine.name not in _cuda_backend.IMAGE_SETS:
+            raise ValueError(
+                f"{equation} impl='c' has no CUDA kernels yet: pass host (NumPy) arrays "
+                "or use impl='eager'"
+            )
+        models = [to_host(m) for m in models]
     amp = None
     if call.amp is not None and g.n_src:
-        a = engine.kernel_input(call.amp, name="source_amplitudes")
-        amp = np.ascontiguousarray(engine.sources.to_terms(a), dtype=engine.dtype)
+        a = kernel_array(call.amp, engine.dtype, name="source_amplitudes", xp=np)
+        amp = engine.kernel_input(
+            engine.sources.to_terms(a).astype(engine.dtype), name="source_amplitudes"
+        )
     coeffs = engine.kernel_coefficients(*models)
     plan = _memory.plan(engine, call.memory) if gradient else None
 
@@ -64,7 +73,9 @@ def run_compiled(
     stepper = _callbacks.wrap(engine, call.callbacks, forward=event)
     initial = None if call.initial_state is None else restart
     rec_terms, final, tape = _memory.forward(stepper, coeffs, amp, plan, call.progress, initial)
-    receivers = engine.record_columns(rec_terms).astype(engine.dtype)
+    receivers = engine.kernel_input(
+        engine.record_columns(to_host(rec_terms)).astype(engine.dtype), name="receivers"
+    )
     out = result(call, from_kernel_array(receivers, like), engine.state_dict(final, like))
     out.memory_plan = plan
     return out, (engine, tape, models)
@@ -86,10 +97,16 @@ def compiled_vjp(
     shape, dtype = tuple(result.receivers.shape), val.dtype_name(result.receivers)
     source = call.amp is not None
 
+    def on_device(x: Any) -> Any:
+        """Return a host result on the engine's device, in the library of the caller's models."""
+        return from_kernel_array(engine.kernel_input(x, name="gradient"), like)
+
     def pullback(d_receivers: Any) -> dict[str, Any]:
         check_cotangent(d_receivers, shape, dtype)
-        d = engine.kernel_input(d_receivers, name="the receiver cotangent")
-        d_terms = np.ascontiguousarray(engine.record_terms_transpose(d), dtype=engine.dtype)
+        d = kernel_array(d_receivers, engine.dtype, name="the receiver cotangent", xp=np)
+        d_terms = engine.kernel_input(
+            engine.record_terms_transpose(d).astype(engine.dtype), name="cotangent"
+        )
 
         def fields(adj: Any) -> dict[str, Any]:
             return engine.state_dict(adj, like, memory=False)
@@ -98,7 +115,7 @@ def compiled_vjp(
             k = tape.plan.interval
             g = tuple(x * k for x in engine.finish_gradient(adj, tape.coeffs))
             grads = model_gradients(engine, g, *models)
-            return {name: from_kernel_array(x, like) for name, x in grads.items()}
+            return {name: on_device(x) for name, x in grads.items()}
 
         event = _callbacks.backward_event(call.callbacks, g, call.models, fields, so_far)
         stepper = _callbacks.wrap(engine, call.callbacks, backward=event)
@@ -109,11 +126,11 @@ def compiled_vjp(
         grads = {} if g_model is None else dict(model_gradients(engine, g_model, *models))
         if source:
             if call.geom.n_src:
-                g_amp = engine.sources.to_columns(g_src).astype(engine.dtype)
+                g_amp = engine.sources.to_columns(to_host(g_src)).astype(engine.dtype)
             else:
                 g_amp = np.zeros(tuple(call.amp.shape), dtype=engine.dtype)
             grads["source_amplitudes"] = g_amp
-        return {name: from_kernel_array(x, like) for name, x in grads.items()}
+        return {name: on_device(x) for name, x in grads.items()}
 
     pullback.release = tape.close  # type: ignore[attr-defined]
     return result, pullback

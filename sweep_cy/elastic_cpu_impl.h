@@ -29,46 +29,7 @@
 
 typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
 
-/* The pointers of a call; fields, memory variables and gradients of shot 0. */
-static void SWEEP_FN(el_ctx)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
-                             SWEEP_FN(el_ctx_t) * e) {
-  memset(e, 0, sizeof(*e));
-  for (int k = 0; k < EL_NF; ++k) {
-    e->f[k] = (SWEEP_R *)f->field[k];
-    for (int d = 0; d < 3; ++d) e->m[k][d] = (SWEEP_R *)f->psi[3 * k + d];
-  }
-  for (int k = 0; k < EL_NC; ++k) {
-    e->c[k] = (const SWEEP_R *)f->coef[k];
-    e->g[k] = (SWEEP_R *)f->grad[k];
-  }
-  for (int d = 0; d < 3; ++d) {
-    e->pa[d] = (const SWEEP_R *)f->pml_a[d];
-    e->pb[d] = (const SWEEP_R *)f->pml_b[d];
-    e->pah[d] = (const SWEEP_R *)f->pml_ah[d];
-    e->pbh[d] = (const SWEEP_R *)f->pml_bh[d];
-    e->wv[d][0] = (const SWEEP_R *)f->wv[2 * d];
-    e->wv[d][1] = (const SWEEP_R *)f->wv[2 * d + 1];
-    e->st[d] = p->stride[d];
-    e->n[d] = p->shape[d];
-    e->rdx[d] = (SWEEP_R)p->rdx[d];
-  }
-  e->ws = (const SWEEP_R *)f->ws;
-  e->nh = (int)p->halo;
-}
-
-/* The same pointers offset to the shot at element offset off. */
-static inline SWEEP_FN(el_ctx_t) SWEEP_FN(el_shot)(const SWEEP_FN(el_ctx_t) * base,
-                                                       sweep_int off) {
-  SWEEP_FN(el_ctx_t) e = *base;
-  for (int k = 0; k < EL_NF; ++k) {
-    e.f[k] += off;
-    for (int d = 0; d < 3; ++d)
-      if (e.m[k][d]) e.m[k][d] += off;
-  }
-  for (int k = 0; k < EL_NC; ++k)
-    if (e.g[k]) e.g[k] += off;
-  return e;
-}
+/* The pointers of a call and of a shot: el_ctx, el_shot (elastic_stencil.h). */
 
 /* ---- Rows: cells [x0, x1) of row base = (z, y), one function per mask ---- */
 
@@ -200,17 +161,6 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
 
 /* ---- Free-surface images of the stresses ---- */
 
-/* Whether stress field F has odd images across free surfaces of model axis
- * b (it has a component along b), and whether it is staggered along b. */
-static inline int SWEEP_FN(el_mirrored)(int F, int b) {
-  if (F < EL_ND) return 0;
-  if (F < 2 * EL_ND) return F - EL_ND == b;
-  for (int a = 0; a < EL_ND; ++a)
-    for (int c = a + 1; c < EL_ND; ++c)
-      if (EL_S(a, c) == F) return a == b || c == b;
-  return 0;
-}
-
 /* Adjoint phase B on the halo cells of the free faces of the shot at off,
  * whose stresses (odd images) the forward phase V read: the rows cover the
  * interior only. */
@@ -245,7 +195,7 @@ static void SWEEP_FN(el_images)(const sweep_acoustic_params *p, SWEEP_R *const *
     for (int i = 0; i < EL_ND; ++i) {
       const int b = adjoint ? EL_ND - 1 - i : i, d = EL_A0 + b;
       if (!(p->free_lo[d] || p->free_hi[d]) || !SWEEP_FN(el_mirrored)(F, b)) continue;
-      const int half = F >= 2 * EL_ND; /* a shear stress along one of its axes */
+      const int half = SWEEP_FN(el_mirrored)(F, b) == 2; /* a shear stress */
       SWEEP_FN(mirror_axis)(p, fields[F] + off, d, half, -1, adjoint);
     }
 }
@@ -260,9 +210,7 @@ static void SWEEP_FN(el_fwd_points)(const sweep_acoustic_params *p, const sweep_
     const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
     for (sweep_int k = 0; k < p->n_src; ++k) {
       const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
-      const SWEEP_R a = amp[(shot * p->n_src + k) * p->nt + t];
-      if (phase == 0 && F < EL_ND) e->f[F][off + cell] += e->c[EL_CB(F)][cell] * a;
-      if (phase == 1 && F >= EL_ND) e->f[F][off + cell] += a;
+      SWEEP_FN(el_source)(e, phase, F, off, cell, amp[(shot * p->n_src + k) * p->nt + t]);
     }
   }
   if (phase == 0 && f->rec) {
@@ -302,16 +250,9 @@ static void SWEEP_FN(el_adj_points)(const sweep_acoustic_params *p, const sweep_
   const int model = f->store && amp && ts % p->store_every == 0;
   for (sweep_int k = 0; k < p->n_src; ++k) {
     const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
-    if ((F < EL_ND) != vel) continue;
     const sweep_int a = (shot * p->n_src + k) * p->nt + ts;
-    const SWEEP_R lam = e->f[F][off + cell];
-    if (vel) {
-      if (gs) gs[a] = e->c[EL_CB(F)][cell] * lam;
-      /* The force's factor b: its term of b's gradient (sampled as the snapshots). */
-      if (model && e->g[EL_CB(F)]) e->g[EL_CB(F)][off + cell] += amp[a] * lam;
-    } else if (gs) {
-      gs[a] = lam;
-    }
+    SWEEP_FN(el_source_adjoint)(e, vel, F, off, cell, amp ? amp + a : NULL, gs ? gs + a : NULL,
+                                model);
   }
 }
 

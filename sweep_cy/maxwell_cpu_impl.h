@@ -27,44 +27,7 @@
 
 typedef SWEEP_FN(maxwell_ctx) SWEEP_FN(mx_ctx_t);
 
-/* The pointers of a call; fields, memory variables and gradients of shot 0. */
-static void SWEEP_FN(mx_ctx)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
-                             SWEEP_FN(mx_ctx_t) * e) {
-  memset(e, 0, sizeof(*e));
-  for (int k = 0; k < 6; ++k) {
-    e->f[k] = (SWEEP_R *)f->field[k];
-    for (int d = 0; d < 3; ++d) e->m[k][d] = (SWEEP_R *)f->psi[3 * k + d];
-  }
-  for (int k = 0; k < 9; ++k) {
-    e->c[k] = (const SWEEP_R *)f->coef[k];
-    e->g[k] = (SWEEP_R *)f->grad[k];
-  }
-  for (int d = 0; d < 3; ++d) {
-    e->pa[d] = (const SWEEP_R *)f->pml_a[d];
-    e->pb[d] = (const SWEEP_R *)f->pml_b[d];
-    e->pah[d] = (const SWEEP_R *)f->pml_ah[d];
-    e->pbh[d] = (const SWEEP_R *)f->pml_bh[d];
-    e->st[d] = p->stride[d];
-    e->n[d] = p->shape[d];
-    e->rdx[d] = (SWEEP_R)p->rdx[d];
-  }
-  e->ws = (const SWEEP_R *)f->ws;
-  e->nh = (int)p->halo;
-}
-
-/* The same pointers offset to the shot at element offset off. */
-static inline SWEEP_FN(mx_ctx_t) SWEEP_FN(mx_shot)(const SWEEP_FN(mx_ctx_t) * base,
-                                                       sweep_int off) {
-  SWEEP_FN(mx_ctx_t) e = *base;
-  for (int k = 0; k < 6; ++k) {
-    if (e.f[k]) e.f[k] += off;
-    for (int d = 0; d < 3; ++d)
-      if (e.m[k][d]) e.m[k][d] += off;
-  }
-  for (int k = 0; k < 9; ++k)
-    if (e.g[k]) e.g[k] += off;
-  return e;
-}
+/* The pointers of a call and of a shot: mx_ctx, mx_shot (maxwell_stencil.h). */
 
 /* ---- Rows: cells [x0, x1) of row base = (z, y), one function per mask ---- */
 
@@ -191,11 +154,6 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
 
 /* ---- Images behind perfect conductors ---- */
 
-/* Whether component c of E (is_e) or H has images across the free faces of
- * kernel axis d (it is tangential to them): odd for E, even for H, H
- * staggered along d (half a cell out). */
-static inline int SWEEP_FN(mx_mirrored)(int c, int d) { return c != d; }
-
 /* The images of E (is_e) or H of the shot at off (axes in order forward,
  * reversed adjoint). */
 static void SWEEP_FN(mx_images)(const sweep_acoustic_params *p, SWEEP_R *const *fields,
@@ -227,18 +185,7 @@ static void SWEEP_FN(mx_halo_gather)(const sweep_acoustic_params *p,
           x = p->shape[2] - h - 1; /* skip the interior */
           continue;
         }
-        const sweep_int q = z * p->stride[0] + y * p->stride[1] + x;
-        for (int a = 0; a < 3; ++a) {
-          if (!(is_e ? MX_HAS_E(a) : MX_HAS_H(a))) continue;
-          /* Only image cells: beyond a free face the component is mirrored across. */
-          int ghost = 0;
-          for (int d = MX_A0; d < 3; ++d)
-            ghost |= SWEEP_FN(mx_mirrored)(a, d) &&
-                     ((p->free_lo[d] && c[d] < h) || (p->free_hi[d] && c[d] >= p->shape[d] - h));
-          if (!ghost) continue;
-          SWEEP_R *u = e.f[is_e ? MX_EF(a) : MX_HF(a)];
-          u[q] += SWEEP_FN(mx_gather)(&e, a, q, c, 7, e.nh, is_e, 1);
-        }
+        SWEEP_FN(mx_halo_cell)(p, &e, z * p->stride[0] + y * p->stride[1] + x, c, is_e);
       }
 }
 
@@ -265,8 +212,7 @@ static void SWEEP_FN(mx_fwd_points)(const sweep_acoustic_params *p, const sweep_
     const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
     for (sweep_int k = 0; k < p->n_src; ++k) {
       const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
-      const SWEEP_R a = amp[(shot * p->n_src + k) * p->nt + t];
-      e->f[F][off + cell] = SWEEP_FMA(e->c[MX_CB(F - 3)][cell], a, e->f[F][off + cell]);
+      SWEEP_FN(mx_source)(e, F, off, cell, amp[(shot * p->n_src + k) * p->nt + t]);
     }
   }
   SWEEP_FN(mx_images)(p, e->f, off, phase, 0);
@@ -299,10 +245,8 @@ static void SWEEP_FN(mx_adj_points)(const sweep_acoustic_params *p, const sweep_
   for (sweep_int k = 0; k < p->n_src; ++k) {
     const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
     const sweep_int a = (shot * p->n_src + k) * p->nt + ts;
-    const SWEEP_R lam = e->f[F][off + cell];
-    if (gs) gs[a] = e->c[MX_CB(F - 3)][cell] * lam;
-    /* The source's factor cb: its term of cb's gradient (sampled as the snapshots). */
-    if (model && e->g[MX_CB(F - 3)]) e->g[MX_CB(F - 3)][off + cell] += amp[a] * lam;
+    SWEEP_FN(mx_source_adjoint)(e, F, off, cell, amp ? amp + a : NULL, gs ? gs + a : NULL,
+                                model);
   }
 }
 

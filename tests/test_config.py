@@ -254,8 +254,8 @@ def test_cuda_cache_fast_math_and_debug_reach_the_compile(fake_cupy, tmp_path, m
 def test_precompile_compiles_every_specialisation(fake_cupy, tmp_path, capsys):
     with sweep.config(cuda_cache_dir=tmp_path):
         assert cli.main(["precompile"]) == 0
-    assert f"compiled 96 CUDA kernel modules into {tmp_path}" in capsys.readouterr().out
-    assert len(fake_cupy) == 96  # 3 equations x 2 devices x 2 dims x 4 orders x 2 dtypes
+    assert f"compiled 160 CUDA kernel modules into {tmp_path}" in capsys.readouterr().out
+    assert len(fake_cupy) == 160  # 5 equations x 2 devices x 2 dims x 4 orders x 2 dtypes
     assert {c["dir"] for c in fake_cupy} == {str(tmp_path)}
     with sweep.config(cuda_cache=False):
         assert cli.main(["precompile"]) == 2

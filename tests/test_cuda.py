@@ -145,3 +145,54 @@ def test_cpu_and_cuda_agree_vrz(ndim, order, free_surface):
     for key in ("vp", "z", "source_amplitudes"):
         ref = g_c[key]
         np.testing.assert_allclose(g_g[key].get(), ref, rtol=0, atol=1e-11 * np.abs(ref).max())
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("equation", ["elastic", "tm2d", "maxwell3d"])
+@pytest.mark.parametrize("free", [False, True])
+def test_cpu_and_cuda_agree_staggered(equation, free):
+    """Elastic and Maxwell: receivers and every gradient of cuda/elastic.cu and
+    cuda/maxwell.cu agree with sweep._C (float64); the host-run tests
+    (tests/test_cuda_host.py) cover their cases without a GPU."""
+    import warnings
+
+    import cupy
+
+    rng = np.random.default_rng(0)
+    ndim = 2 if equation in ("elastic", "tm2d") else 3
+    shape = (20, 24) if ndim == 2 else (12, 10, 14)
+    if equation == "elastic":
+        vp = 1800 + 300 * rng.random(shape)
+        models, dx, dt, names = (vp, vp / 1.9, 1000 + 500 * rng.random(shape)), 5.0, 6e-4, (
+            "vp", "vs", "rho")  # fmt: skip
+        extra = {"source_kind": ["fz", "p"], "receiver_kind": ["vz", "sxz", "p"]}
+    else:
+        models = (1.5 + 2.5 * rng.random(shape), 1e-2 * rng.random(shape),
+                  1.0 + 0.2 * rng.random(shape))  # fmt: skip
+        dx, dt, names = 5e-3, 6e-12, ("epsilon", "sigma", "mu")
+        extra = {"max_vel": 2.5e8, "pml_freq": 1e10}
+        if ndim == 3:
+            extra |= {"source_component": ["ex", "ez"], "receiver_component": ["ey"] * 3}
+    mid = [4] * (ndim - 2)
+    kw = dict(
+        source_amplitudes=rng.standard_normal((2, 2, 40)),
+        source_locations=np.array([[[5 + s, *mid, 6], [8, *mid, 9 + s]] for s in range(2)]),
+        receiver_locations=np.array([[[1, *mid, 3], [8, *mid, 8], [2, *mid, 10]]] * 2),
+        accuracy=4, pml_width=4, free_surface=free, **extra,
+    )  # fmt: skip
+    fn = getattr(sweep, equation)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out_c, pb_c = sweep.vjp(fn, *models, dx, dt, impl="c", **kw)
+        gpu_kw = dict(kw, source_amplitudes=cupy.asarray(kw["source_amplitudes"]))
+        out_g, pb_g = sweep.vjp(fn, *map(cupy.asarray, models), dx, dt, impl="c", **gpu_kw)
+        assert isinstance(out_g.receivers, cupy.ndarray)
+        scale = np.abs(out_c.receivers).max()
+        np.testing.assert_allclose(out_g.receivers.get(), out_c.receivers, rtol=0,
+                                   atol=1e-12 * scale)  # fmt: skip
+        d = rng.standard_normal(out_c.receivers.shape)
+        g_c, g_g = pb_c(d), pb_g(cupy.asarray(d))
+    for key in (*names, "source_amplitudes"):
+        ref = g_c[key]
+        np.testing.assert_allclose(g_g[key].get(), ref, rtol=0, atol=1e-11 * np.abs(ref).max())

@@ -159,8 +159,8 @@ def _host_module(
 def _use_host_cuda(monkeypatch, tmp_path_factory, *, debug: bool = False) -> list:
     """Make impl="c" on NumPy arrays run the CUDA kernels (host build) instead of sweep._C.
 
-    Every compiled stepper (CompiledAcoustic and its subclasses) runs its own
-    kernels there.  Returns a list that receives each module the runs used.
+    Every compiled stepper (CompiledAcoustic and its subclasses, the staggered
+    systems') runs its own kernels there.  Returns a list that receives each module the runs used.
     """
     build = str(tmp_path_factory.getbasetemp() / "cuda_host")
     Path(build).mkdir(exist_ok=True)
@@ -172,18 +172,8 @@ def _use_host_cuda(monkeypatch, tmp_path_factory, *, debug: bool = False) -> lis
         used.append(mod)
         _cuda_backend.run_steps(mod, self.name, ndim, order, adjoint, params, fields, t, n)
 
-    original = _compiled.CompiledStepper.__dict__["_constants"].func
-
-    def constants(self):
-        out = original(self)  # the device's receiver-cell groups, as for CuPy arrays
-        if self.geom.n_rec and out["rec_groups"] is None:
-            out["rec_groups"] = self._rec_groups()
-            out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
-        return out
-
-    prop = functools.cached_property(constants)
-    prop.__set_name__(_compiled.CompiledStepper, "_constants")
-    monkeypatch.setattr(_compiled.CompiledStepper, "_constants", prop)
+    # The device's receiver-cell groups, as for CuPy arrays.
+    monkeypatch.setattr(_compiled.CompiledStepper, "_cuda_receivers", True)
     monkeypatch.setattr(_compiled.CompiledStepper, "_run", run)
     return used
 
@@ -405,3 +395,150 @@ def test_host_cuda_boundary_saving_matches_full_storage_and_cpu(equation, ndim, 
         np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12 * scale, err_msg=key)
         np.testing.assert_allclose(got[key], cpu[key], rtol=0, atol=1e-11 * scale, err_msg=key)
     assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])
+
+
+# -- the staggered systems (cuda/staggered_cuda.h) -----------------------------------------------
+def _elastic_problem(ndim, order, free=(), nt=24):
+    """Two shots; every source kind and every receiver kind (two receivers on one cell)."""
+    from sweep.equations.elastic import kinds
+
+    rng = np.random.default_rng(0)
+    shape = (12, 14) if ndim == 2 else (8, 7, 9)
+    vp = 1800 + 300 * rng.random(shape)
+    vs = vp / (1.8 + 0.3 * rng.random(shape))
+    rho = 1000 + 500 * rng.random(shape)
+    src_kind, rec_kind = list(kinds.source_kinds(ndim)), list(kinds.receiver_kinds(ndim))
+    n = np.array(shape) - 2  # off the edge rows (free surfaces there)
+
+    def points(count, a, b, s):
+        return [[1 + (a + b * k + s) % n[0], *[1 + (k + s) % n[1]] * (ndim - 2),
+                 1 + (2 * k) % n[-1]] for k in range(count)]  # fmt: skip
+
+    src = [points(len(src_kind), 3, 2, s) for s in range(2)]
+    rec = [points(len(rec_kind), 0, 1, s) for s in range(2)]
+    for r in rec:
+        r[1] = r[0]  # two receivers (vz, vx / vy) on one cell: the grouped injection
+    faces = [i in free for i in range(2 * ndim)]
+    kw = dict(
+        source_amplitudes=rng.standard_normal((2, len(src_kind), nt)),
+        source_locations=np.array(src),
+        receiver_locations=np.array(rec),
+        accuracy=order, pml_width=3, free_surface=faces, source_kind=src_kind,
+        receiver_kind=rec_kind,
+    )  # fmt: skip
+    return (vp, vs, rho), 5.0, 0.0006, kw
+
+
+def _elastic(models, dx, dt, kw, **more):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # coarse test grids: dispersion warnings
+        out, pullback = sweep.vjp(sweep.elastic, *models, dx, dt, impl="c", **kw, **more)
+        d = np.random.default_rng(1).standard_normal(out.receivers.shape)
+        return out, pullback(d), d
+
+
+@pytest.mark.parametrize(
+    ("ndim", "order", "free"),
+    [(2, 2, ()), (2, 8, (0, 1, 2, 3)), (2, 4, (0, 3)), (3, 2, (0, 5)), (3, 8, ())],
+)
+def test_host_cuda_elastic_matches_cpu(ndim, order, free, request):
+    """Elastic: receivers, final state and every gradient of cuda/elastic.cu agree with
+    sweep._C (float64), every source kind and every receiver kind at once; the CUDA
+    adjoint is the transpose of its forward."""
+    models, dx, dt, kw = _elastic_problem(ndim, order, free)
+    out_c, g_c, d = _elastic(models, dx, dt, kw)
+    request.getfixturevalue("cuda_on_host")
+    out_g, g_g, _ = _elastic(models, dx, dt, kw)
+    scale = np.abs(out_c.receivers).max()
+    np.testing.assert_allclose(out_g.receivers, out_c.receivers, rtol=0, atol=1e-12 * scale)
+    for key, ref in out_c.state.items():
+        tol = 1e-12 * max(np.abs(ref).max(), 1e-300)
+        np.testing.assert_allclose(out_g.state[key], ref, rtol=0, atol=tol, err_msg=key)
+    for key in ("vp", "vs", "rho", "source_amplitudes"):
+        ref = g_c[key]
+        np.testing.assert_allclose(g_g[key], ref, rtol=0, atol=1e-11 * np.abs(ref).max(),
+                                   err_msg=key)  # fmt: skip
+    lhs = np.vdot(d, out_g.receivers)
+    rhs = np.vdot(g_g["source_amplitudes"], kw["source_amplitudes"])
+    assert abs(lhs - rhs) <= 1e-11 * abs(lhs)
+
+
+def test_host_cuda_elastic_checkpointing_is_full_storage(cuda_on_host):
+    """Both checkpointing modes on cuda/elastic.cu give full storage's gradients bitwise."""
+    models, dx, dt, kw = _elastic_problem(2, 6, free=(0, 2))
+    _, ref, _ = _elastic(models, dx, dt, kw)
+    for mem in (MemoryOptions(strategy="ckpt", ckpt=CkptOptions(chunks=4)), RECURSIVE):
+        out, got, _ = _elastic(models, dx, dt, kw, memory=mem)
+        assert out.memory_plan.strategy.startswith("ckpt")
+        for key in ref:
+            assert np.array_equal(got[key], ref[key]), key
+
+
+def _maxwell_problem(ndim, order, free=(), nt=24):
+    """Two shots; in 3D every source and receiver component (two receivers on one cell)."""
+    rng = np.random.default_rng(0)
+    shape = (12, 13) if ndim == 2 else (9, 7, 10)
+    models = (1.5 + 2.5 * rng.random(shape), 1e-3 + 2e-2 * rng.random(shape),
+              1.0 + 0.2 * rng.random(shape))  # fmt: skip
+    mid = [3] * (ndim - 2)
+    src = [[[3 + s, *mid, 4], [5, *mid, 6 + s], [2, *mid, 2]] for s in range(2)]
+    rec = [[[0, *mid, 3], [0, *mid, 3], [5, *mid, 5], [1, *mid, 7]] for _ in range(2)]
+    t = (np.arange(nt) - 6.0) / 3.0
+    kw = dict(
+        source_amplitudes=(1 - 2 * t**2) * np.exp(-(t**2)) * rng.uniform(0.5, 1.5, (2, 3, 1)),
+        source_locations=np.array(src), receiver_locations=np.array(rec), accuracy=order,
+        pml_width=3, free_surface=[i in free for i in range(2 * ndim)], max_vel=2.5e8,
+        pml_freq=1e10,
+    )  # fmt: skip
+    if ndim == 3:
+        kw.update(source_component=["ex", "ey", "ez"], receiver_component=["ex", "ey", "ez", "ey"])
+    return models, 5e-3, 6e-12, kw
+
+
+def _maxwell(ndim, models, dx, dt, kw, **more):
+    import warnings
+
+    fn = sweep.tm2d if ndim == 2 else sweep.maxwell3d
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # coarse test grids: dispersion warnings
+        out, pullback = sweep.vjp(fn, *models, dx, dt, impl="c", **kw, **more)
+        d = np.random.default_rng(1).standard_normal(out.receivers.shape)
+        return out, pullback(d), d
+
+
+@pytest.mark.parametrize(
+    ("ndim", "order", "free"),
+    [(2, 2, ()), (2, 8, (0, 1, 2, 3)), (3, 2, (0, 5)), (3, 8, (1, 4))],
+)
+def test_host_cuda_maxwell_matches_cpu(ndim, order, free, request):
+    """Maxwell: receivers, final state and every gradient of cuda/maxwell.cu agree with
+    sweep._C (float64), perfect conductors on and off; the CUDA adjoint is the transpose
+    of its forward."""
+    models, dx, dt, kw = _maxwell_problem(ndim, order, free)
+    out_c, g_c, d = _maxwell(ndim, models, dx, dt, kw)
+    request.getfixturevalue("cuda_on_host")
+    out_g, g_g, _ = _maxwell(ndim, models, dx, dt, kw)
+    scale = np.abs(out_c.receivers).max()
+    np.testing.assert_allclose(out_g.receivers, out_c.receivers, rtol=0, atol=1e-12 * scale)
+    for key, ref in out_c.state.items():
+        tol = 1e-12 * max(np.abs(ref).max(), 1e-300)
+        np.testing.assert_allclose(out_g.state[key], ref, rtol=0, atol=tol, err_msg=key)
+    for key in ("epsilon", "sigma", "mu", "source_amplitudes"):
+        ref = g_c[key]
+        np.testing.assert_allclose(g_g[key], ref, rtol=0, atol=1e-11 * np.abs(ref).max(),
+                                   err_msg=key)  # fmt: skip
+    lhs = np.vdot(d, out_g.receivers)
+    rhs = np.vdot(g_g["source_amplitudes"], kw["source_amplitudes"])
+    assert abs(lhs - rhs) <= 1e-11 * abs(lhs)
+
+
+def test_host_cuda_maxwell_checkpointing_is_full_storage(cuda_on_host):
+    """Checkpointing on cuda/maxwell.cu gives full storage's gradients bitwise."""
+    models, dx, dt, kw = _maxwell_problem(2, 4, free=(0, 3))
+    _, ref, _ = _maxwell(2, models, dx, dt, kw)
+    out, got, _ = _maxwell(2, models, dx, dt, kw, memory=RECURSIVE)
+    assert out.memory_plan.strategy == "ckpt-recursive"
+    for key in ref:
+        assert np.array_equal(got[key], ref[key]), key

@@ -1,6 +1,7 @@
 """Elastic on the compiled kernels: the stepper, its point terms and the model gradients.
 
-The kernels (``cuda/elastic_stencil.h``, C/OpenMP through ``sweep._C.elastic_run``)
+The kernels (``cuda/elastic_stencil.h``: C/OpenMP through ``sweep._C.elastic_run``,
+CUDA through ``cuda/elastic.cu``)
 step the velocity-stress fields in place, two phases per step, with the
 order a run-time value.  Their coefficients are the eager reference's
 (:meth:`EagerElastic.coefficients`: ``dt b_a``, ``dt C_ij``, ``dt mu_ab``)
@@ -32,6 +33,7 @@ from ..._grid import Geometry
 from ..._params import ELASTIC_FIELDS
 from ..._points import KernelTerms, kernel_terms
 from ..._stepper import ForwardState
+from ..._xp import to_host
 from . import kinds
 from .eager import EagerElastic
 
@@ -58,6 +60,7 @@ class ElasticState(ForwardState):
 
     def __init__(self, engine: CompiledElastic, slot: int = 0) -> None:
         nd = engine.geom.ndim
+        self.xp = engine.xp
         self.fields = [engine.field(slot + k) for k in range(len(kinds.fields(nd)))]
         slot += len(self.fields)
         self.psi = {
@@ -70,14 +73,15 @@ class ElasticState(ForwardState):
 
     def load_from(self, given: dict[str, Any]) -> None:
         """Set this state from a result's ``state`` (a restart)."""
-        from ..._xp import to_host
+        from ..._xp import kernel_array
 
         nd = len(self.fields)
         nd = 2 if nd == 5 else 3
         for name, x in zip(kinds.fields(nd), self.fields, strict=True):
-            x[...] = np.asarray(to_host(given[name]))
+            x[...] = kernel_array(given[name], x.dtype, name=name, xp=self.xp)
         for key, k, ax in memory_slots(nd):
-            self.psi[(k, ax)][...] = np.asarray(to_host(given[key]))
+            x = self.psi[(k, ax)]
+            x[...] = kernel_array(given[key], x.dtype, name=key, xp=self.xp)
 
     def point(self, f: _Fields) -> None:
         """Point the kernels' field and memory-variable slots at this state."""
@@ -119,7 +123,7 @@ def point_terms(eager: EagerElastic, *, source: bool) -> KernelTerms:
 
 
 class CompiledElastic(CompiledStepper):
-    """Runs the elastic kernels on host (NumPy) arrays.
+    """Runs the elastic kernels on host (NumPy) or device (CuPy) arrays.
 
     ``coeffs`` is the list of padded coefficient arrays in the kernels'
     layout and order (:meth:`kernel_coefficients`).
@@ -206,6 +210,7 @@ class CompiledElastic(CompiledStepper):
             "src_idx": ((g.n_shots, self.n_src_terms), 0),
             "rec": ((g.n_shots, self.n_rec_terms, g.nt), 0),
             "rec_idx": ((g.n_shots, self.n_rec_terms), 0),
+            "rec_order": ((g.n_shots * self.n_rec_terms,), 0),
             "pml_ah": ((-1,), 0),
             "pml_bh": ((-1,), 0),
             "wv": ((g.halo, -1), 0),
@@ -234,9 +239,12 @@ class CompiledElastic(CompiledStepper):
         return self.zeros(g.n_shots, self.n_src_terms, g.nt)
 
     def kernel_coefficients(self, vp: Any, vs: Any, rho: Any) -> list[Any]:
-        """Return the kernels' coefficients from NumPy models (:func:`coefficient_arrays`)."""
+        """Return the kernels' coefficients (on this engine's device) from NumPy models.
+
+        The coefficients (:func:`coefficient_arrays`) are computed on the host.
+        """
         arrays = coefficient_arrays(self.eager, np, vp, vs, rho)
-        return [self.copy_field(np.asarray(x, dtype=self.dtype), 40 + k)
+        return [self.copy_field(self.kernel_input(np.asarray(x), name="coefficients"), 40 + k)
                 for k, x in enumerate(arrays)]  # fmt: skip
 
     def state_dict(self, state: ElasticState, like: Any, memory: bool = True) -> dict[str, Any]:
@@ -244,16 +252,17 @@ class CompiledElastic(CompiledStepper):
         from ..._xp import from_kernel_array
 
         nd = self.geom.ndim
-        out = {name: from_kernel_array(np.array(x), like)
+        xp = self.xp
+        out = {name: from_kernel_array(xp.array(x), like)
                for name, x in zip(kinds.fields(nd), state.fields, strict=True)}  # fmt: skip
         if memory:
             for key, k, ax in memory_slots(nd):
-                out[key] = from_kernel_array(np.array(state.psi[(k, ax)]), like)
+                out[key] = from_kernel_array(xp.array(state.psi[(k, ax)]), like)
         return out
 
     def finish_gradient(self, adj: ElasticAdjoint, coeffs: Any) -> tuple[Any, ...]:
         """Return the gradients with respect to the kernels' coefficients, summed over shots."""
-        return tuple(np.ascontiguousarray(x.sum(axis=0)) for x in adj.grad)
+        return tuple(self.xp.ascontiguousarray(x.sum(axis=0)) for x in adj.grad)
 
     # -- the hooks of CompiledStepper -----------------------------------------------
     @property
@@ -283,6 +292,11 @@ class CompiledElastic(CompiledStepper):
         def index(x: np.ndarray, n: int, name: str) -> Any:
             return self.kernel_input(x, name=name, dtype=np.int64) if n else None
 
+        rec_groups = None
+        if g.n_rec and self._cuda_receivers:
+            # Indices field * shot_stride + cell, below the record's 9 field slots.
+            rec_groups = self._rec_groups(self.rec_idx, 9 * g.kernel_shot_stride)
+            p["n_rec_groups"] = rec_groups[0].shape[0]
         return {
             "params": p,
             "pml": profiles(g.pml_profiles),
@@ -290,7 +304,7 @@ class CompiledElastic(CompiledStepper):
             "ws": self.kernel_input(np.array(self.eager.cs[: g.halo], dtype=dt), name="ws"),
             "src_idx": index(self.src_idx, g.n_src, "source_locations"),
             "rec_idx": index(self.rec_idx, g.n_rec, "receiver_locations"),
-            "rec_groups": None,
+            "rec_groups": rec_groups,
         }
 
     def _set_coefficients(self, f: _Fields, coeffs: list[Any], *, adjoint: bool) -> None:
@@ -415,8 +429,8 @@ def model_gradients(
     float64 on the host: NumPy only, no autodiff library needed.
     """
     eager = engine.eager64
-    as64 = [np.asarray(x, dtype=np.float64) for x in g]
-    models = [np.asarray(m, dtype=np.float64) for m in (vp, vs, rho)]
+    as64 = [np.asarray(to_host(x), dtype=np.float64) for x in g]
+    models = [np.asarray(to_host(m), dtype=np.float64) for m in (vp, vs, rho)]
     grads = coefficient_arrays_transpose(eager, tuple(as64), *models)
     return {name: np.asarray(x).astype(engine.dtype)
             for name, x in zip(("vp", "vs", "rho"), grads, strict=True)}  # fmt: skip

@@ -253,8 +253,8 @@ def elastic(
         ``vp``; a free face's outermost row of nodes is the surface).
     impl : {None, "auto", "c", "eager"}
         As in :func:`sweep.acoustic`: ``"c"`` (and the default) the compiled
-        CPU kernels (``cuda/elastic_stencil.h``, with a hand-written adjoint),
-        ``"eager"`` the Array-API code.
+        kernels (``cuda/elastic_stencil.h``, with a hand-written adjoint: C/OpenMP
+        on NumPy arrays, CUDA on CuPy arrays), ``"eager"`` the Array-API code.
     n_threads, backward_callback, memory, storage_mode, storage_compression,
     model_gradient_sampling_interval, storage_bytes_limit_device,
     storage_bytes_limit_host
@@ -301,8 +301,8 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[ElasticResult, Any]:
     """Run the compiled forward pass (:func:`sweep._staggered_run.run_compiled`)."""
     from .compiled import CompiledElastic
 
-    def engine(dtype: Any) -> CompiledElastic:
-        return CompiledElastic(call.geom, np, dtype, call.n_threads or 0, **call.extra)
+    def engine(xp: Any, dtype: Any) -> CompiledElastic:
+        return CompiledElastic(call.geom, xp, dtype, call.n_threads or 0, **call.extra)
 
     return run_compiled(call, _NAMES, engine, _result, "elastic", gradient=gradient)
 

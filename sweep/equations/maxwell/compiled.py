@@ -1,6 +1,7 @@
 """Maxwell on the compiled kernels: the stepper, its point terms and the model gradients.
 
-The kernels (``cuda/maxwell_stencil.h``, C/OpenMP through ``sweep._C.maxwell_run``)
+The kernels (``cuda/maxwell_stencil.h``: C/OpenMP through ``sweep._C.maxwell_run``,
+CUDA through ``cuda/maxwell.cu``)
 step E and H in place, two phases per step (H then E), with the order a
 run-time value, on the staggered systems' record of elastic
 (:data:`sweep._params.ELASTIC_FIELDS`).  Their coefficients are the eager
@@ -31,6 +32,7 @@ from ..._compiled import CompiledStepper, _Fields
 from ..._grid import Geometry
 from ..._params import ELASTIC_FIELDS
 from ..._stepper import ForwardState
+from ..._xp import to_host
 from ..elastic.compiled import CompiledElastic
 from . import components as comp
 from .eager import EPS0, MU0, EagerMaxwell
@@ -81,6 +83,7 @@ class MaxwellState(ForwardState):
     def __init__(self, engine: CompiledMaxwell) -> None:
         nd = engine.geom.ndim
         self.ndim = nd
+        self.xp = engine.xp
         names = list(comp.fields(nd))
         self.fields = {name: engine.field(k) for k, name in enumerate(names)}
         self.psi = {
@@ -93,12 +96,13 @@ class MaxwellState(ForwardState):
 
     def load_from(self, given: dict[str, Any]) -> None:
         """Set this state from a result's ``state`` (a restart)."""
-        from ..._xp import to_host
+        from ..._xp import kernel_array
 
         for name, x in self.fields.items():
-            x[...] = np.asarray(to_host(given[name]))
+            x[...] = kernel_array(given[name], x.dtype, name=name, xp=self.xp)
         for key, k, ax in memory_slots(self.ndim):
-            self.psi[(k, ax)][...] = np.asarray(to_host(given[key]))
+            x = self.psi[(k, ax)]
+            x[...] = kernel_array(given[key], x.dtype, name=key, xp=self.xp)
 
     def point(self, f: _Fields) -> None:
         """Point the kernels' field and memory-variable slots at this state."""
@@ -122,7 +126,7 @@ class MaxwellAdjoint(MaxwellState):
 
 
 class CompiledMaxwell(CompiledElastic):
-    """Runs the Maxwell kernels on host (NumPy) arrays.
+    """Runs the Maxwell kernels on host (NumPy) or device (CuPy) arrays.
 
     ``coeffs`` is the dict (slot: padded array) of the kernels' coefficients
     (:meth:`kernel_coefficients`).  What it shares with elastic (buffer
@@ -199,19 +203,23 @@ class CompiledMaxwell(CompiledElastic):
         return MaxwellAdjoint(self, model=model, source=source)
 
     def kernel_coefficients(self, epsilon: Any, sigma: Any, mu: Any) -> dict[int, Any]:  # type: ignore[override]
-        """Return the kernels' coefficients (slot: padded array) from NumPy models."""
+        """Return the kernels' coefficients (slot: padded array on this engine's device).
+
+        Computed on the host from NumPy models.
+        """
         arrays = coefficient_arrays(self.eager, epsilon, sigma, mu)
-        return {k: self.copy_field(np.asarray(x, dtype=self.dtype), 20 + k)
+        return {k: self.copy_field(self.kernel_input(np.asarray(x), name="coefficients"), 20 + k)
                 for k, x in arrays.items()}  # fmt: skip
 
     def state_dict(self, state: MaxwellState, like: Any, memory: bool = True) -> dict[str, Any]:  # type: ignore[override]
         """Return the padded fields (and memory variables) of ``state`` in ``like``'s library."""
         from ..._xp import from_kernel_array
 
-        out = {name: from_kernel_array(np.array(x), like) for name, x in state.fields.items()}
+        xp = self.xp
+        out = {name: from_kernel_array(xp.array(x), like) for name, x in state.fields.items()}
         if memory:
             for key, k, ax in memory_slots(self.geom.ndim):
-                out[key] = from_kernel_array(np.array(state.psi[(k, ax)]), like)
+                out[key] = from_kernel_array(xp.array(state.psi[(k, ax)]), like)
         return out
 
     def finish_gradient(self, adj: MaxwellAdjoint, coeffs: Any) -> tuple[Any, ...]:  # type: ignore[override]
@@ -219,7 +227,7 @@ class CompiledMaxwell(CompiledElastic):
 
         In slot order (:func:`coefficient_slots`).
         """
-        return tuple(np.ascontiguousarray(adj.grad[k].sum(axis=0)) for k in sorted(adj.grad))
+        return tuple(self.xp.ascontiguousarray(adj.grad[k].sum(axis=0)) for k in sorted(adj.grad))
 
     # -- the hooks of CompiledStepper -----------------------------------------------
     @functools.cached_property
@@ -295,7 +303,7 @@ def model_gradients(
         return x
 
     slots = coefficient_slots(nd)
-    grads = dict(zip(sorted(slots.values()), g_coef, strict=True))
+    grads = dict(zip(sorted(slots.values()), (to_host(x) for x in g_coef), strict=True))
     for name, stag in eager.stag.items():
         live = np.asarray(eager.field_live[name][0], dtype=np.float64)
         if name[0] == "h":

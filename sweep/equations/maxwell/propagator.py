@@ -15,7 +15,6 @@ from ..._grid import Geometry
 from ..._setup import Call, Speeds, prepare
 from ..._staggered_run import compiled_vjp, run_compiled
 from ..._validate import warn_undersampled
-from ..._xp import is_cupy_array
 from . import components as comp
 from .eager import EagerMaxwell, speeds_of
 
@@ -115,8 +114,6 @@ def _prepare(
         speeds, equation=equation, cfl_scheme="staggered", compiled=True,
         wavefields=_wavefields(ndim), **settings,
     )  # fmt: skip
-    if call.impl == "c" and settings.get("impl") in (None, "auto") and is_cupy_array(epsilon):
-        call.impl = "eager"  # the compiled kernels run on the CPU; CuPy arrays stay on the GPU
     if call.amp is not None:
         warn_undersampled(call.amp, call.geom.dt, stacklevel=4)
     g = call.geom
@@ -126,9 +123,9 @@ def _prepare(
     }
     if experimental_cuda_graph:
         warnings.warn(
-            "experimental_cuda_graph=True is ignored: the CUDA-graph replay needs the compiled "
-            f"CUDA kernels of sweep.{equation}, which are not built yet (this call runs "
-            f"impl={call.impl!r}); it also never applies on the CPU, to gradient runs or with "
+            f"experimental_cuda_graph=True is ignored: the CUDA-graph replay of sweep.{equation} "
+            f"is not built yet (this call runs impl={call.impl!r}, on CuPy arrays the compiled "
+            "CUDA kernels); it would also never apply on the CPU, to gradient runs or with "
             "python_backend=True",
             UserWarning,
             stacklevel=3,
@@ -154,8 +151,8 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[MaxwellResult, Any]:
     """Run the compiled forward pass (:func:`sweep._staggered_run.run_compiled`)."""
     from .compiled import CompiledMaxwell
 
-    def engine(dtype: Any) -> CompiledMaxwell:
-        return CompiledMaxwell(call.geom, np, dtype, call.n_threads or 0, **call.extra)
+    def engine(xp: Any, dtype: Any) -> CompiledMaxwell:
+        return CompiledMaxwell(call.geom, xp, dtype, call.n_threads or 0, **call.extra)
 
     equation = "sweep.tm2d" if call.geom.ndim == 2 else "sweep.maxwell3d"
     return run_compiled(call, _NAMES, engine, _result, equation, gradient=gradient)
@@ -273,8 +270,9 @@ def tm2d(
         radiating through its C-PML, models an open top with an air layer in
         the model.
     impl : {None, "auto", "c", "eager"}
-        ``"c"`` (and the default) the compiled C/OpenMP kernels on host
-        arrays; ``"eager"`` the Array-API code (any array library, autodiff).
+        ``"c"`` (and the default) the compiled kernels: C/OpenMP on host
+        (NumPy) arrays, CUDA on CuPy arrays; ``"eager"`` the Array-API code
+        (any array library, autodiff).
     n_threads : int, optional
         OpenMP threads of the compiled kernels (default: sweep.config's).
     memory, storage_mode, storage_compression, model_gradient_sampling_interval,

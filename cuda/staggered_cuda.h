@@ -1,0 +1,165 @@
+/*
+ * The CUDA kernels' bodies every staggered first-order system shares
+ * (elastic.cu, maxwell.cu), the device side of cpu_phased.h and
+ * cpu_staggered_hooks.h: two in-place phases per step, each as rows (one
+ * thread per cell), sources (one thread per shot, its terms in order, as on
+ * the CPU), receivers (one thread per receiver term forward, per receiver
+ * cell in the adjoint) and the images behind free faces (one thread per
+ * image cell of a face; the faces one launch after another, in the CPU's
+ * order).  sweep/_cuda_backend.py launches them in this order:
+ *   forward phase k: rows, sources, record (phase STAG_RECORD_PHASE),
+ *     images of set k;
+ *   adjoint phase k (k = 1, 0): rows, the adjoint's gather at the image
+ *     cells of set 1 - k, residuals, the images of set 1 - k folded back,
+ *     the sources' gradients (of step t, or t - 1 in phase 0).
+ * Sources and receivers are single-cell terms, index field * shot_stride +
+ * cell (sweep._points.KernelTerms).
+ *
+ * The equation's .cu file wraps each body in its extern "C" kernel (the host
+ * tests find those in its text) and defines, before including this header (after
+ * sweep_common.h, its stencil header and sweep_cuda.h):
+ *   STAG_CTX                       its context type (pointers of one call)
+ *   STAG_CTX_INIT(p, f, e)         fill *e for shot 0 (p, f pointers)
+ *   STAG_SHOT(e, off)              the context offset to a shot
+ *   STAG_FWD(e, i, c, mask, k, W, vs), STAG_ADJ(e, i, c, mask, k, st, vs)
+ *                                  forward phase k at cell i (snapshot values
+ *                                  to W[v * vs] or NULL), and its adjoint
+ *                                  (snapshot st[v * vs] or NULL)
+ *   STAG_SNAP_VALUES, STAG_GRAD_SLOT  as cpu_staggered_hooks.h
+ *   STAG_SOURCE(e, k, F, off, cell, a), STAG_SOURCE_ADJ(e, k, F, off, cell,
+ *                                  amp, gs, model): a source term in phase
+ *                                  k and its adjoint (e of shot 0)
+ *   STAG_RECORD_PHASE              the forward phase after which receivers record
+ *   STAG_RESIDUAL(F, k)            whether adjoint phase k injects the
+ *                                  residuals of field F
+ *   STAG_IMAGE(set, F, d, sign)    0, or 1 (2) when field F has images of set
+ *                                  set across the free faces of axis d on
+ *                                  the nodes (half a cell out); *sign their sign
+ *   STAG_HALO(p, e, q, c, set)     the adjoint's gather at image cell q of set
+ */
+
+__device__ __forceinline__ void stag_forward(const sweep_acoustic_params &p,
+                                             const sweep_elastic_fields &f, sweep_int slot,
+                                             int phase) {
+  sweep_int shot, c[3];
+  if (!sweep_thread_point(p, &shot, c)) return;
+  const sweep_int i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
+  STAG_CTX base;
+  STAG_CTX_INIT(&p, &f, &base);
+  const STAG_CTX e = STAG_SHOT(&base, shot * p.shot_stride);
+  const sweep_int vs = p.n_shots * sweep_store_cells(p);
+  R *W = (R *)0;
+  if (f.store && slot >= 0) {
+    const sweep_int m = sweep_store_index(p, c);
+    if (m >= 0)
+      W = (R *)f.store + slot * STAG_SNAP_VALUES * vs + shot * sweep_store_cells(p) + m;
+  }
+  STAG_FWD(&e, i, c, sweep_pml_mask(p, c), phase, W, vs);
+}
+
+__device__ __forceinline__ void stag_adjoint(const sweep_acoustic_params &p,
+                                             const sweep_elastic_fields &f, sweep_int slot,
+                                             int phase) {
+  sweep_int shot, c[3];
+  if (!sweep_thread_point(p, &shot, c)) return;
+  const sweep_int i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
+  STAG_CTX base;
+  STAG_CTX_INIT(&p, &f, &base);
+  const STAG_CTX e = STAG_SHOT(&base, shot * p.shot_stride);
+  const sweep_int vs = p.n_shots * sweep_store_cells(p);
+  const R *st = (const R *)0;
+  if (f.store && slot >= 0 && f.grad[STAG_GRAD_SLOT]) {
+    const sweep_int m = sweep_store_index(p, c);
+    if (m >= 0)
+      st = (const R *)f.store + slot * STAG_SNAP_VALUES * vs + shot * sweep_store_cells(p) + m;
+  }
+  STAG_ADJ(&e, i, c, sweep_pml_mask(p, c), phase, st, vs);
+}
+
+/* Sources of phase k (forward: step t; adjoint: the gradients of step t, or
+ * t - 1 in phase 0, once the adjoint field is complete). */
+__device__ __forceinline__ void stag_sources(const sweep_acoustic_params &p,
+                                             const sweep_elastic_fields &f, sweep_int t,
+                                             int phase, int adjoint) {
+  const sweep_int shot = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (shot >= p.n_shots || !p.n_src) return;
+  const sweep_int ss = p.shot_stride, off = shot * ss;
+  const sweep_int ts = adjoint && !phase ? t - 1 : t;
+  if (ts < 0) return;
+  STAG_CTX e;
+  STAG_CTX_INIT(&p, &f, &e);
+  const R *amp = (const R *)f.src_amp;
+  R *gs = (R *)f.grad_src;
+  const int model = f.store && amp && ts % p.store_every == 0;
+  if (!adjoint && !amp) return;
+  for (sweep_int k = 0; k < p.n_src; ++k) {
+    const sweep_int j = f.src_idx[shot * p.n_src + k], F = j / ss, cell = j - F * ss;
+    const sweep_int a = (shot * p.n_src + k) * p.nt + ts;
+    if (adjoint)
+      STAG_SOURCE_ADJ(&e, phase, F, off, cell, amp ? amp + a : (const R *)0,
+                      gs ? gs + a : (R *)0, model);
+    else
+      STAG_SOURCE(&e, phase, F, off, cell, amp[a]);
+  }
+}
+
+/* The field cell of term index j (field * shot_stride + cell) of a shot. */
+__device__ __forceinline__ R *stag_term_cell(const sweep_acoustic_params &p,
+                                             const sweep_elastic_fields &f, sweep_int shot,
+                                             sweep_int j) {
+  const sweep_int F = j / p.shot_stride;
+  return (R *)f.field[F] + shot * p.shot_stride + (j - F * p.shot_stride);
+}
+
+__device__ __forceinline__ void stag_record(const sweep_acoustic_params &p,
+                                            const sweep_elastic_fields &f, sweep_int t,
+                                            int phase) {
+  if (phase != STAG_RECORD_PHASE) return;
+  sweep_record_at(p, f, t, 0,
+                  [&](sweep_int shot, sweep_int j) { return stag_term_cell(p, f, shot, j); });
+}
+
+__device__ __forceinline__ void stag_residuals(const sweep_acoustic_params &p,
+                                               const sweep_elastic_fields &f, sweep_int t,
+                                               int phase) {
+  sweep_inject_at(p, f, t, 0, [&](sweep_int shot, sweep_int j, R *) {
+    return STAG_RESIDUAL(j / p.shot_stride, phase) ? stag_term_cell(p, f, shot, j) : (R *)0;
+  });
+}
+
+/* The images of set `set` across face (axis d, side): every field that has
+ * them, one image cell per thread (h + 1 layers: half-cell images reach one
+ * further on the high side). */
+__device__ __forceinline__ void stag_images(const sweep_acoustic_params &p,
+                                            const sweep_elastic_fields &f, int d, int side,
+                                            int set, int adjoint) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  for (int F = 0; F < 9; ++F) {
+    R sign = 0;
+    const int kind = STAG_IMAGE(set, F, d, &sign);
+    if (kind)
+      sweep_mirror_cell(p, (R *)f.field[F], d, side, item, H + 1, kind == 2, sign, adjoint);
+  }
+}
+
+/* The adjoint's gather at the halo cells of face (axis d, side) (h layers),
+ * each cell once: those of an earlier free face (lower axis) are its. */
+__device__ __forceinline__ void stag_halo(const sweep_acoustic_params &p,
+                                          const sweep_elastic_fields &f, int d, int side,
+                                          int set) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  const int e1 = d == 0 ? 1 : 0, e2 = d == 2 ? 1 : 2;
+  const sweep_int n1 = p.shape[e1], n2 = p.shape[e2];
+  if (item >= p.n_shots * H * n1 * n2) return;
+  sweep_int c[3];
+  c[e2] = item % n2;
+  c[e1] = (item / n2) % n1;
+  const sweep_int gk = (item / (n2 * n1)) % H, shot = item / (n2 * n1 * H);
+  c[d] = side ? p.shape[d] - H + gk : gk;
+  for (int b = 3 - SWEEP_NDIM; b < d; ++b)
+    if ((p.free_lo[b] && c[b] < H) || (p.free_hi[b] && c[b] >= p.shape[b] - H)) return;
+  STAG_CTX base;
+  STAG_CTX_INIT(&p, &f, &base);
+  const STAG_CTX e = STAG_SHOT(&base, shot * p.shot_stride);
+  STAG_HALO(p, &e, c[0] * p.stride[0] + c[1] * p.stride[1] + c[2], c, set);
+}
