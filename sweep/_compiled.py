@@ -32,7 +32,7 @@ import numpy as np
 from . import _blocking, _debug, _hostmem
 from ._config import config
 from ._grid import Geometry
-from ._params import ACOUSTIC_FIELDS
+from ._params import KERNEL_FIELDS
 from ._stepper import ReversibleState
 from ._xp import kernel_array
 
@@ -258,16 +258,16 @@ class CompiledStepper:
     Buffers in the kernels' layout, the constant kernel inputs (CPML
     profiles, source and receiver indices, parameters), the pointer record
     and the calls of :meth:`forward_steps` and :meth:`adjoint_steps`.  An
-    equation's subclass names its kernels (:attr:`name`: ``sweep._C`` and
-    ``sweep._cuda_backend.run`` takes the name) and its field table
-    (:attr:`fields`, :attr:`grid_fields`, :attr:`model_fields`,
-    :attr:`writes`), and defines its states, the sizes the memory strategies
-    plan with, :meth:`finish_gradient` and the hooks at the end of the class.
+    equation's subclass names its kernels (:attr:`name`: ``sweep._C.run`` and
+    ``sweep._cuda_backend.run`` take the name, and :attr:`fields` is the
+    pointer record ``sweep._fields_table`` declares for it) and its field
+    table (:attr:`grid_fields`, :attr:`model_fields`, :attr:`writes`), and
+    defines its states, the sizes the memory strategies plan with,
+    :meth:`finish_gradient` and the hooks at the end of the class.
     """
 
     name = ""
     reversible = False
-    fields = ACOUSTIC_FIELDS  # the pointer record (sweep._params)
     grid_fields = _GRID_FIELDS  # per-shot padded fields (row pitch)
     model_fields = frozenset({"v2dt2"})  # padded model arrays (row pitch)
     writes = _WRITES  # per direction (adjoint?), the buffers the kernels write
@@ -289,12 +289,17 @@ class CompiledStepper:
         self.n_threads = int(n_threads or (1 if small else config.get("n_threads")))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
 
+    @property
+    def fields(self) -> np.dtype:
+        """The pointer record of this equation's kernels (``sweep._params.KERNEL_FIELDS``)."""
+        return KERNEL_FIELDS[self.name]
+
     def _run(self, *args: Any) -> None:
         # Imported on first use, so planners can size a run without the kernels.
         if self.xp is np:
             from . import _C
 
-            getattr(_C, f"{self.name}_run")(*args)
+            _C.run(self.name, *args)
         else:
             from . import _cuda_backend
 

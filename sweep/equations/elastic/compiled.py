@@ -1,6 +1,6 @@
 """Elastic on the compiled kernels: the stepper, its point terms and the model gradients.
 
-The kernels (``cuda/elastic_stencil.h``, C/OpenMP through ``sweep._C.elastic_run``)
+The kernels (``cuda/elastic_stencil.h``, C/OpenMP through ``sweep._C.run``)
 step the velocity-stress fields in place, two phases per step, with the
 order a run-time value.  Their coefficients are the eager reference's
 (:meth:`EagerElastic.coefficients`: ``dt b_a``, ``dt C_ij``, ``dt mu_ab``)
@@ -29,7 +29,6 @@ import numpy as np
 
 from ..._compiled import CompiledStepper, _Fields
 from ..._grid import Geometry
-from ..._params import ELASTIC_FIELDS
 from ..._points import KernelTerms, kernel_terms
 from ..._stepper import ForwardState
 from . import kinds
@@ -127,7 +126,6 @@ class CompiledElastic(CompiledStepper):
 
     name = "elastic"
     reversible = False
-    fields = ELASTIC_FIELDS
     grid_fields = _GRID
     model_fields = frozenset({"coef"})
     writes = _WRITES

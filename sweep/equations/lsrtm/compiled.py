@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..._compiled import AdjState, CompiledStepper, FwdState, _Fields
-from ..._params import LSRTM_FIELDS
 from ..._stepper import ReversibleState
 
 __all__ = ["BornCoefficients", "CompiledLSRTM"]
@@ -116,7 +115,6 @@ class CompiledLSRTM(CompiledStepper):
 
     name = "lsrtm"
     reversible = True
-    fields = LSRTM_FIELDS
     grid_fields = _GRID
     model_fields = frozenset({"v2dt2", "dv2dt2"})
     writes = _WRITES

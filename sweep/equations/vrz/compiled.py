@@ -1,6 +1,6 @@
 """VRZ on the compiled kernels: the stepper and the model gradients.
 
-The kernels (``cuda/vrz_stencil.h``: C/OpenMP through ``sweep._C.vrz_run``,
+The kernels (``cuda/vrz_stencil.h``: C/OpenMP through ``sweep._C.run``,
 CUDA through ``sweep._cuda_backend.run``) take the acoustic's parameter
 record and step one acoustic-like wavefield, so :class:`CompiledVRZ` is
 :class:`sweep._compiled.CompiledStepper` with its default one-wavefield
@@ -21,7 +21,6 @@ from typing import Any
 
 from ..._compiled import _ADJ_SLOT, _RECON_SLOT, AdjState, CompiledStepper, FwdState, _Fields
 from ..._grid import Geometry
-from ..._params import VRZ_FIELDS
 
 _WAVE = frozenset({"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new"})
 _GRADIENTS = frozenset({"grad_kappa_dt2", "grad_buoyancy"})
@@ -68,7 +67,6 @@ class CompiledVRZ(CompiledStepper):
 
     name = "vrz"
     reversible = True
-    fields = VRZ_FIELDS
     grid_fields = _WAVE | _GRADIENTS | _RECON
     model_fields = frozenset({"kappa_dt2", "buoyancy"})
     writes = _WRITES
