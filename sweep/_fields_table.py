@@ -31,6 +31,7 @@ write both files.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 
@@ -47,12 +48,22 @@ NUMPY_TYPES = {"int": "i8", "real": "f8", "in": "u8", "out": "u8", "index": "u8"
 
 @dataclass(frozen=True)
 class Member:
-    """One struct member: ``kind`` (a key of ``_C_TYPES``), array ``count`` (0: scalar)."""
+    """One struct member: ``kind`` (a key of ``_C_TYPES``), array ``count`` (0: scalar).
+
+    The facts the Python side checks a buffer against before it takes its
+    address (``sweep._compiled._Fields``): ``layout`` ``"grid"`` (per-shot
+    padded fields) or ``"model"`` (a padded model array shared by all
+    shots), both with the row pitch of the kernels' layout, else dense; and
+    which passes write it (``writes``: ``"fwd"``, ``"adj"``, ``"both"``; a
+    buffer no pass writes may be read-only).
+    """
 
     name: str
     kind: str
     count: int = 0
     doc: str = ""
+    layout: str = ""
+    writes: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,8 +75,10 @@ class Struct:
     members: tuple[Member, ...]
 
 
-def _m(name: str, kind: str, count: int = 0, doc: str = "") -> Member:
-    return Member(name, kind, count, doc)
+def _m(
+    name: str, kind: str, count: int = 0, doc: str = "", *, layout: str = "", writes: str = ""
+) -> Member:
+    return Member(name, kind, count, doc, layout, writes)
 
 
 PARAMS = Struct(
@@ -135,7 +148,7 @@ PARAMS = Struct(
 _POINTS = (
     _m("src_amp", "in", doc="(n_shots, n_src, nt)"),
     _m("src_idx", "index", doc="(n_shots, n_src) flat indices into a shot's field"),
-    _m("rec", "out", doc="(n_shots, n_rec, nt): forward output / adjoint input"),
+    _m("rec", "out", doc="(n_shots, n_rec, nt): forward output / adjoint input", writes="fwd"),
     _m("rec_idx", "index"),
     _m(
         "store",
@@ -143,10 +156,11 @@ _POINTS = (
         doc="the snapshot values of the store cells of each stored step "
         "(n_stored, [values,] n_shots, cells), slot 0 = the chunk's first stored step; "
         "or NULL",
+        writes="fwd",
     ),
 )
 _BAND = (
-    _m("grad_src", "out", doc="(n_shots, n_src, nt) or NULL"),
+    _m("grad_src", "out", doc="(n_shots, n_src, nt) or NULL", writes="adj"),
     _m(
         "band_idx",
         "index",
@@ -159,12 +173,18 @@ _BAND = (
         doc="(shape[0] * shape[1],) first band_idx entry of each row, or -1 (the CPU "
         "forward saves the band while it sweeps the row)",
     ),
-    _m("band_u", "out", doc="(n_steps, n_shots, n_band [x values]): the band's state"),
+    _m(
+        "band_u",
+        "out",
+        doc="(n_steps, n_shots, n_band [x values]): the band's state",
+        writes="fwd",
+    ),
     _m(
         "replay_u",
         "out",
         doc="CPML replay: the ring's state at the start of each step (u^t and psi^t "
         "along the cell's axis); the adjoint recomputes the band's W^t from it",
+        writes="fwd",
     ),
 )
 _REPLAY = (
@@ -175,6 +195,7 @@ _REPLAY = (
         "re-runs it forward from a saved state, the band's u^t loaded from band_u): the "
         "forward's W^t of the outer cells (n_steps, n_shots, n_outer); the adjoint "
         "correlates its CPML entries (cpml_pos)",
+        writes="fwd",
     ),
     _m("outer_idx", "index", doc="(n_outer,) store cells farther from the plain cells, ascending"),
     _m("outer_row", "index", doc="(shape[0] * shape[1],) first outer_idx entry of each row, or -1"),
@@ -198,7 +219,12 @@ _REPLAY = (
 
 
 def pressure_fields(
-    equation: str, doc: str, coefficients: dict[str, str], waves: tuple[str, ...]
+    equation: str,
+    doc: str,
+    coefficients: dict[str, str],
+    waves: tuple[str, ...],
+    *,
+    rebuilds_snapshot: bool = False,
 ) -> Struct:
     """Fields struct of a leapfrog (second-order pressure) equation.
 
@@ -207,28 +233,49 @@ def pressure_fields(
     ``waves``: the suffixes of the wavefields stepped together, each with
     ``u{s}_prev``, ``u{s}``, CPML ``psi{s}``/``zeta{s}`` pairs per axis and,
     for boundary saving's adjoint, ``recon_u{s}_next``/``recon_u{s}``.
+    ``rebuilds_snapshot``: boundary saving's adjoint rebuilds each step's
+    snapshot in ``store`` (``SWEEP_EQ_RECON_SNAPSHOT`` of the CPU skeleton),
+    so both passes write it.
     """
-    members = [_m(name, "in", doc=text) for name, text in coefficients.items()]
+    members = [_m(name, "in", doc=text, layout="model") for name, text in coefficients.items()]
     for s in waves:
         members += [
-            _m(f"u{s}_prev", "out"),
-            _m(f"u{s}", "out"),
-            _m(f"psi{s}", "out", 3),
-            _m(f"psi{s}_new", "out", 3),
-            _m(f"zeta{s}", "out", 3),
-            _m(f"zeta{s}_new", "out", 3),
+            _m(f"u{s}_prev", "out", layout="grid", writes="both"),
+            _m(f"u{s}", "out", layout="grid", writes="both"),
+            _m(f"psi{s}", "out", 3, layout="grid", writes="both"),
+            _m(f"psi{s}_new", "out", 3, layout="grid", writes="both"),
+            _m(f"zeta{s}", "out", 3, layout="grid", writes="both"),
+            _m(f"zeta{s}_new", "out", 3, layout="grid", writes="adj"),
         ]
+    points = list(_POINTS)
+    if rebuilds_snapshot:
+        points[-1] = dataclasses.replace(points[-1], writes="both")
     members += [
         _m("pml_a", "in", 3, "CPML a and b profiles per axis, length shape[d]"),
         _m("pml_b", "in", 3),
-        *_POINTS,
-        *(_m(f"grad_{n}", "out", doc="(n_shots, shot_stride) or NULL") for n in coefficients),
+        *points,
+        *(
+            _m(
+                f"grad_{n}",
+                "out",
+                doc="(n_shots, shot_stride) or NULL",
+                layout="grid",
+                writes="adj",
+            )
+            for n in coefficients
+        ),
         *_BAND,
     ]
     for s in waves:
         members += [
-            _m(f"recon_u{s}_next", "out", doc="adjoint only: u^{t+1} on entry, receives u^{t-1}"),
-            _m(f"recon_u{s}", "out", doc="adjoint only: u^t"),
+            _m(
+                f"recon_u{s}_next",
+                "out",
+                doc="adjoint only: u^{t+1} on entry, receives u^{t-1}",
+                layout="grid",
+                writes="adj",
+            ),
+            _m(f"recon_u{s}", "out", doc="adjoint only: u^t", layout="grid", writes="adj"),
         ]
     members += _REPLAY
     return Struct(f"sweep_{equation}_fields", doc, tuple(members))
@@ -244,10 +291,31 @@ def staggered_fields() -> Struct:
     """Fields struct of the staggered first-order systems (elastic, Maxwell)."""
     n, c = STAGGERED_FIELDS, STAGGERED_COEFFICIENTS
     members = (
-        _m("coef", "in", c, "coefficients on the padded grid, times the live mask"),
-        _m("field", "out", n, "(n_shots, padded): the fields (elastic: v_a, s_aa, s_ab)"),
-        _m("psi", "out", 3 * n, "[field][kernel axis]: C-PML memory variables, or NULL"),
-        _m("grad", "out", c, "(n_shots, padded) per coefficient, or NULL"),
+        _m("coef", "in", c, "coefficients on the padded grid, times the live mask", layout="model"),
+        _m(
+            "field",
+            "out",
+            n,
+            "(n_shots, padded): the fields (elastic: v_a, s_aa, s_ab)",
+            layout="grid",
+            writes="both",
+        ),
+        _m(
+            "psi",
+            "out",
+            3 * n,
+            "[field][kernel axis]: C-PML memory variables, or NULL",
+            layout="grid",
+            writes="both",
+        ),
+        _m(
+            "grad",
+            "out",
+            c,
+            "(n_shots, padded) per coefficient, or NULL",
+            layout="grid",
+            writes="adj",
+        ),
         _m("pml_a", "in", 3, "profiles at the nodes"),
         _m("pml_b", "in", 3),
         _m("pml_ah", "in", 3, "profiles at the half nodes"),
@@ -292,6 +360,7 @@ FIELDS = {
             "buoyancy": "B = vp / z on the whole padded grid, halo included",
         },
         ("",),
+        rebuilds_snapshot=True,
     ),
     "lsrtm": pressure_fields(
         "lsrtm",
@@ -325,6 +394,8 @@ STRUCTS = (PARAMS, *FIELDS.values())
 
 def _comment(text: str, indent: str = "") -> list[str]:
     """``text`` as a C block comment wrapped to 90 columns."""
+    if "*/" in text:
+        raise ValueError(f"a comment of the fields table closes itself: {text!r}")
     words, lines, line = text.split(), [], ""
     for w in words:
         if line and len(indent) + 3 + len(line) + 1 + len(w) > 90:
@@ -405,6 +476,14 @@ def main(argv: list[str]) -> int:
         )
         return 2
     for path, text in zip(argv[1:], (c_header(), c_kernels()), strict=True):
+        # An unchanged file keeps its time stamp, so ninja (restat) recompiles
+        # nothing when only the Python facts of the table changed.
+        try:
+            with open(path, encoding="utf-8") as fh:
+                if fh.read() == text:
+                    continue
+        except FileNotFoundError:
+            pass
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     return 0

@@ -34,3 +34,21 @@ ACOUSTIC_FIELDS = KERNEL_FIELDS["acoustic"]
 LSRTM_FIELDS = KERNEL_FIELDS["lsrtm"]
 VRZ_FIELDS = KERNEL_FIELDS["vrz"]
 ELASTIC_FIELDS = KERNEL_FIELDS["elastic"]  # the staggered systems' record (Maxwell's too)
+
+
+class MemberFacts:
+    """What ``sweep._compiled`` checks a buffer against, per member name of one record."""
+
+    def __init__(self, struct: Struct) -> None:
+        ms = struct.members
+        self.index = frozenset(m.name for m in ms if m.kind == "index")  # int64 arrays
+        self.grid = frozenset(m.name for m in ms if m.layout == "grid")  # per-shot padded
+        self.model = frozenset(m.name for m in ms if m.layout == "model")  # padded, shared
+        # Per direction (adjoint?), the buffers the kernels write (the rest may be read-only).
+        self.writes = {
+            False: frozenset(m.name for m in ms if m.writes in ("fwd", "both")),
+            True: frozenset(m.name for m in ms if m.writes in ("adj", "both")),
+        }
+
+
+KERNEL_MEMBERS = {eq: MemberFacts(FIELDS[s]) for eq, s in KERNELS.items()}

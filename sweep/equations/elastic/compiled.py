@@ -34,12 +34,6 @@ from ..._stepper import ForwardState
 from . import kinds
 from .eager import EagerElastic
 
-_GRID = frozenset({"field", "psi", "grad"})
-_WRITES = {
-    False: frozenset({"field", "psi", "rec", "store"}),
-    True: frozenset({"field", "psi", "grad", "grad_src"}),
-}
-
 
 def memory_slots(ndim: int) -> list[tuple[str, int, int]]:
     """(state key, field index, kernel axis) of every C-PML memory variable."""
@@ -126,9 +120,6 @@ class CompiledElastic(CompiledStepper):
 
     name = "elastic"
     reversible = False
-    grid_fields = _GRID
-    model_fields = frozenset({"coef"})
-    writes = _WRITES
 
     def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0,
                  **options: Any) -> None:  # fmt: skip

@@ -35,12 +35,6 @@ from ..elastic.compiled import CompiledElastic
 from . import components as comp
 from .eager import EPS0, MU0, EagerMaxwell
 
-_GRID = frozenset({"field", "psi", "grad"})
-_WRITES = {
-    False: frozenset({"field", "psi", "rec", "store"}),
-    True: frozenset({"field", "psi", "grad", "grad_src"}),
-}
-
 
 def kernel_axis(component: str, ndim: int) -> int:
     """Kernel axis a component points along: z, y, x = 0, 1, 2 in 3D; y, z, x in TM2D.
@@ -131,9 +125,6 @@ class CompiledMaxwell(CompiledElastic):
 
     name = "maxwell"
     reversible = False
-    grid_fields = _GRID
-    model_fields = frozenset({"coef"})
-    writes = _WRITES
 
     def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0, *,
                  source_component: tuple[str, ...],
