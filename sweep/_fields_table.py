@@ -247,9 +247,8 @@ def pressure_fields(
             _m(f"zeta{s}", "out", 3, layout="grid", writes="both"),
             _m(f"zeta{s}_new", "out", 3, layout="grid", writes="adj"),
         ]
-    points = list(_POINTS)
-    if rebuilds_snapshot:
-        points[-1] = dataclasses.replace(points[-1], writes="both")
+    both = {"store"} if rebuilds_snapshot else set()
+    points = [dataclasses.replace(m, writes="both") if m.name in both else m for m in _POINTS]
     members += [
         _m("pml_a", "in", 3, "CPML a and b profiles per axis, length shape[d]"),
         _m("pml_b", "in", 3),

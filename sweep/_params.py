@@ -30,10 +30,6 @@ ACOUSTIC_PARAMS = record_dtype(PARAMS)
 # Each fields struct by its C name, and each equation's kernels' record.
 STRUCT_DTYPES = {PARAMS.name: ACOUSTIC_PARAMS} | {s.name: record_dtype(s) for s in FIELDS.values()}
 KERNEL_FIELDS = {eq: STRUCT_DTYPES[FIELDS[s].name] for eq, s in KERNELS.items()}
-ACOUSTIC_FIELDS = KERNEL_FIELDS["acoustic"]
-LSRTM_FIELDS = KERNEL_FIELDS["lsrtm"]
-VRZ_FIELDS = KERNEL_FIELDS["vrz"]
-ELASTIC_FIELDS = KERNEL_FIELDS["elastic"]  # the staggered systems' record (Maxwell's too)
 
 
 class MemberFacts:
