@@ -32,30 +32,10 @@ import numpy as np
 from . import _blocking, _debug, _hostmem
 from ._config import config
 from ._grid import Geometry
-from ._params import ACOUSTIC_FIELDS
+from ._params import KERNEL_FIELDS, KERNEL_MEMBERS, MemberFacts
 from ._stepper import ReversibleState
 from ._xp import kernel_array
 
-# Kernel buffers by element type and layout (see _Fields.set); every other field
-# is a dense C-order array of the compute dtype.
-_INDEX_FIELDS = frozenset(
-    {"src_idx", "rec_idx", "band_idx", "band_row", "rec_groups", "rec_order", "outer_idx",
-     "outer_row", "cpml_pos", "ring_code"}
-)  # fmt: skip
-_GRID_FIELDS = frozenset(
-    {"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "grad_v2dt2", "recon_u_next", "recon_u"}
-)
-# Buffers each direction of the acoustic kernels writes (the others are only
-# read, so read-only is fine).
-_WRITES = {
-    False: frozenset(
-        {"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store", "band_u", "replay_w", "replay_u"}
-    ),
-    True: frozenset(
-        {"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "grad_v2dt2", "grad_src",
-         "recon_u_next", "recon_u"}
-    ),
-}  # fmt: skip
 # Buffer-format characters of each kernel element type (native byte order).
 _FORMATS = {np.dtype(np.float32): "f", np.dtype(np.float64): "d", np.dtype(np.int64): "lq"}
 
@@ -75,7 +55,7 @@ class _Fields:
         self.rec = np.zeros((), dtype=engine.fields)
         self._keep: list[Any] = []
         self._engine = engine
-        self._writes = engine.writes[adjoint]
+        self._writes = engine.members.writes[adjoint]
 
     def set(self, name: str, value: Any, axis: int | None = None, offset: int = 0) -> None:
         """Point field ``name`` (component ``axis``) at ``value`` plus ``offset`` bytes."""
@@ -89,7 +69,7 @@ class _Fields:
     def _address(self, name: str, value: Any, axis: int | None) -> int:
         from . import _C
 
-        dtype = np.dtype(np.int64) if name in _INDEX_FIELDS else self._engine.dtype
+        dtype = np.dtype(np.int64) if name in self._engine.members.index else self._engine.dtype
         if value.dtype != dtype:
             raise TypeError(
                 f"sweep kernels: buffer {name!r} has dtype {value.dtype}, the kernels need "
@@ -258,19 +238,16 @@ class CompiledStepper:
     Buffers in the kernels' layout, the constant kernel inputs (CPML
     profiles, source and receiver indices, parameters), the pointer record
     and the calls of :meth:`forward_steps` and :meth:`adjoint_steps`.  An
-    equation's subclass names its kernels (:attr:`name`: ``sweep._C`` and
-    ``sweep._cuda_backend.run`` takes the name) and its field table
-    (:attr:`fields`, :attr:`grid_fields`, :attr:`model_fields`,
-    :attr:`writes`), and defines its states, the sizes the memory strategies
-    plan with, :meth:`finish_gradient` and the hooks at the end of the class.
+    equation's subclass names its kernels (:attr:`name`: ``sweep._C.run`` and
+    ``sweep._cuda_backend.run`` take the name; :attr:`fields` and
+    :attr:`members`, the pointer record and its members' layouts and
+    writers, come from its declaration in ``sweep._fields_table``) and
+    defines its states, the sizes the memory strategies plan with,
+    :meth:`finish_gradient` and the hooks at the end of the class.
     """
 
     name = ""
     reversible = False
-    fields = ACOUSTIC_FIELDS  # the pointer record (sweep._params)
-    grid_fields = _GRID_FIELDS  # per-shot padded fields (row pitch)
-    model_fields = frozenset({"v2dt2"})  # padded model arrays (row pitch)
-    writes = _WRITES  # per direction (adjoint?), the buffers the kernels write
     snapshot_values = 1  # values per cell of a snapshot (SWEEP_EQ_SNAP_VALUES)
     band_values = 1  # state values per band cell of boundary saving (SWEEP_EQ_BAND_VALUES)
     waves = 1  # wavefields stepped together (FwdState / AdjState each)
@@ -289,12 +266,22 @@ class CompiledStepper:
         self.n_threads = int(n_threads or (1 if small else config.get("n_threads")))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
 
+    @property
+    def fields(self) -> np.dtype:
+        """The pointer record of this equation's kernels (``sweep._params.KERNEL_FIELDS``)."""
+        return KERNEL_FIELDS[self.name]
+
+    @property
+    def members(self) -> MemberFacts:
+        """Element type, layout and writers of the record's members (``sweep._params``)."""
+        return KERNEL_MEMBERS[self.name]
+
     def _run(self, *args: Any) -> None:
         # Imported on first use, so planners can size a run without the kernels.
         if self.xp is np:
             from . import _C
 
-            getattr(_C, f"{self.name}_run")(*args)
+            _C.run(self.name, *args)
         else:
             from . import _cuda_backend
 
@@ -476,8 +463,8 @@ class CompiledStepper:
             "rec_groups": ((-1, 4), 0),
             "rec_order": ((g.n_shots * g.n_rec,), 0),
         }
-        out.update(dict.fromkeys(self.grid_fields, grid))
-        out.update(dict.fromkeys(self.model_fields, (g.padded_shape, pitch)))
+        out.update(dict.fromkeys(self.members.grid, grid))
+        out.update(dict.fromkeys(self.members.model, (g.padded_shape, pitch)))
         for d, ax in enumerate(self.axes):
             out["pml_a", ax] = out["pml_b", ax] = ((g.padded_shape[d],), 0)
         if self.reversible:

@@ -1,9 +1,8 @@
 """CUDA launcher: compiles ``cuda/*.cu`` with CuPy (NVRTC) and runs time steps.
 
-:func:`run` takes the equation's name and then the arguments of the CPU
-binding's entry points (``sweep._C``: ``acoustic_run``, ``lsrtm_run``,
-``vrz_run``, ``elastic_run``, ``maxwell_run``): the same parameter and
-pointer records, so the driver in ``sweep._compiled`` is shared.
+:func:`run` takes the arguments of the CPU binding's one entry point
+(``sweep._C.run``: the equation's name, then the same parameter and pointer
+records), so the driver in ``sweep._compiled`` is shared.
 Kernels (``cuda/<equation>.cu``) are compiled once per (equation, ndim, order,
 dtype, device, options) from a preamble that defines the specialisation
 macros and the FD coefficients rendered by ``sweep._fd``.
@@ -28,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _fd
+from . import _fd, _fields_table
 from ._config import config
 from ._params import ACOUSTIC_PARAMS
 
@@ -63,13 +62,17 @@ def preamble(ndim: int, order: int, dtype: np.dtype, *, debug: bool = False) -> 
     """Macro preamble selecting one specialisation (shared with the nvcc test).
 
     ``debug`` defines ``SWEEP_DEBUG``: the kernels check every source and
-    receiver index (``cuda/acoustic.cu``).
+    receiver index (``cuda/acoustic.cu``).  The FD coefficients and the
+    records' structs are the text of the headers the C build renders from
+    ``sweep._fd`` and ``sweep._fields_table``.
     """
     real, tag = ("double", "f64") if np.dtype(dtype) == np.float64 else ("float", "f32")
     return (
         ("#define SWEEP_DEBUG 1\n" if debug else "")
         + f"#define SWEEP_NDIM {ndim}\n#define SWEEP_ORDER {order}\n"
-        f"#define SWEEP_REAL {real}\n#define SWEEP_SUFFIX {ndim}d_o{order}_{tag}\n" + _fd.c_header()
+        f"#define SWEEP_REAL {real}\n#define SWEEP_SUFFIX {ndim}d_o{order}_{tag}\n"
+        + _fd.c_header()
+        + _fields_table.c_header()
     )
 
 
@@ -199,7 +202,7 @@ def run(
 ) -> None:
     """Run ``n_steps`` forward steps of ``equation`` from ``t``, or adjoint steps ending at ``t``.
 
-    The arguments of the CPU entry ``sweep._C.<equation>_run``; ``n_threads``
+    The arguments of the CPU entry ``sweep._C.run``; ``n_threads``
     is the CPU's and ignored here.
     """
     import cupy

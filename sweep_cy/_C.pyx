@@ -14,55 +14,36 @@ from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuff
 from libc.string cimport memcpy
 
 
-cdef extern from "sweep_common.h":
+cdef extern from "sweep_fields.h":
     ctypedef long long sweep_int
     ctypedef struct sweep_acoustic_params:
         pass
-    ctypedef struct sweep_acoustic_fields:
-        pass
-    ctypedef struct sweep_lsrtm_fields:
-        pass
-    ctypedef struct sweep_vrz_fields:
-        pass
-    ctypedef struct sweep_elastic_fields:
-        pass
+    enum: SWEEP_FIELDS_MAX_WORDS
 
 
-cdef extern from "acoustic_cpu.h" nogil:
-    int sweep_acoustic_run(int ndim, int order, int is_double, int adjoint,
-                           const sweep_acoustic_params *p, const sweep_acoustic_fields *f,
-                           sweep_int t, sweep_int n_steps, int n_threads)
+cdef extern from "cpu_dispatch.h" nogil:
+    ctypedef int (*sweep_run_fn)(int ndim, int order, int is_double, int adjoint,
+                                 const sweep_acoustic_params *p, const void *f, sweep_int t,
+                                 sweep_int n_steps, int n_threads)
+    ctypedef struct sweep_kernel_entry:
+        const char *name
+        size_t fields_size
+        sweep_run_fn run
+    ctypedef struct sweep_layout_entry:
+        const char *struct_name
+        const char *member
+        long long value
+    const sweep_kernel_entry sweep_kernels[]
+    const int sweep_n_kernels
+    const sweep_layout_entry sweep_layout[]
+    const int sweep_n_layout
     int sweep_max_threads()
     int sweep_openmp_enabled()
-
-
-cdef extern from "lsrtm_cpu.h" nogil:
-    int sweep_lsrtm_run(int ndim, int order, int is_double, int adjoint,
-                        const sweep_acoustic_params *p, const sweep_lsrtm_fields *f,
-                        sweep_int t, sweep_int n_steps, int n_threads)
-cdef extern from "vrz_cpu.h" nogil:
-    int sweep_vrz_run(int ndim, int order, int is_double, int adjoint,
-                      const sweep_acoustic_params *p, const sweep_vrz_fields *f,
-                      sweep_int t, sweep_int n_steps, int n_threads)
-cdef extern from "elastic_cpu.h" nogil:
-    int sweep_elastic_run(int ndim, int order, int is_double, int adjoint,
-                          const sweep_acoustic_params *p, const sweep_elastic_fields *f,
-                          sweep_int t, sweep_int n_steps, int n_threads)
-
-
-cdef extern from "maxwell_cpu.h" nogil:
-    int sweep_maxwell_run(int ndim, int order, int is_double, int adjoint,
-                          const sweep_acoustic_params *p, const sweep_elastic_fields *f,
-                          sweep_int t, sweep_int n_steps, int n_threads)
 
 
 cdef extern from "bf16_cpu.h" nogil:
     void sweep_to_bf16(const unsigned int *src, unsigned short *dst, long long n)
     void sweep_from_bf16(const unsigned short *src, unsigned int *dst, long long n)
-
-
-cdef extern from "layout_probe.h":
-    int sweep_layout_probe(long long *out, int n)
 
 
 def openmp_enabled():
@@ -76,44 +57,30 @@ def max_threads():
 
 
 def struct_layout():
-    """Return ``{struct: (sizeof, {field: offset})}`` as the C compiler sees them."""
-    cdef long long buf[200]
-    cdef int n = sweep_layout_probe(buf, 200)
-    names_p = ["n_shots", "n_src", "n_rec", "nt", "halo", "shot_stride", "shape", "stride",
-               "plain_lo", "plain_hi", "free_lo", "free_hi", "model_lo", "model_hi", "store_lo",
-               "store_hi", "store_every", "n_band", "n_rec_groups", "n_outer", "n_cpml", "n_ring",
-               "block_steps", "block_group", "block_tile",
-               "slot_shots", "simd_rows", "rdx", "rdx2"]
-    names_f = ["v2dt2", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new", "pml_a", "pml_b",
-               "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2", "grad_src",
-               "band_idx", "band_row", "band_u", "replay_u", "recon_u_next", "recon_u", "replay_w",
-               "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups", "rec_order"]
-    names_l = ["v2dt2", "dv2dt2", "u0_prev", "u0", "psi0", "psi0_new", "zeta0",
-               "zeta0_new", "u1_prev", "u1", "psi1", "psi1_new", "zeta1", "zeta1_new", "pml_a",
-               "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store", "grad_v2dt2",
-               "grad_dv2dt2", "grad_src", "band_idx", "band_row", "band_u", "replay_u",
-               "recon_u0_next", "recon_u0", "recon_u1_next", "recon_u1", "replay_w",
-               "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups", "rec_order"]
-    names_vrz = ["kappa_dt2", "buoyancy", "u_prev", "u", "psi", "psi_new", "zeta", "zeta_new",
-                 "pml_a", "pml_b", "src_amp", "src_idx", "rec", "rec_idx", "store",
-                 "grad_kappa_dt2", "grad_buoyancy", "grad_src", "band_idx", "band_row", "band_u",
-                 "replay_u", "recon_u_next", "recon_u", "replay_w", "outer_idx", "outer_row", "cpml_pos", "ring_code", "rec_groups",
-                 "rec_order"]
-    names_el = ['coef', 'field', 'psi', 'grad', 'pml_a', 'pml_b', 'pml_ah', 'pml_bh', 'wv', 'ws', 'src_amp', 'src_idx', 'rec', 'rec_idx', 'store', 'grad_src', 'band_idx', 'band_row', 'band_u', 'replay_u', 'replay_w', 'outer_idx', 'outer_row', 'cpml_pos', 'ring_code', 'rec_groups', 'rec_order']
-    values = [buf[i] for i in range(n)]
-    k = 0
+    """Return ``{struct: (sizeof, {member: offset})}`` as the C compiler lays them out.
+
+    Every struct of ``sweep._fields_table``, by its C name (the generated
+    ``sweep_kernels.c`` holds the probe).
+    """
     out = {}
-    for struct, names in (("acoustic_params", names_p), ("acoustic_fields", names_f),
-                          ("lsrtm_fields", names_l), ("vrz_fields", names_vrz),
-                          ("elastic_fields", names_el)):
-        size = values[k]
-        k += 1
-        offsets = {}
-        for name in names:
-            offsets[name] = values[k]
-            k += 1
-        out[struct] = (size, offsets)
+    cdef int i
+    for i in range(sweep_n_layout):
+        struct = sweep_layout[i].struct_name.decode()
+        if sweep_layout[i].member == NULL:
+            out[struct] = (sweep_layout[i].value, {})
+        else:
+            out[struct][1][sweep_layout[i].member.decode()] = sweep_layout[i].value
     return out
+
+
+def kernels():
+    """Return ``{equation: fields struct size}`` of every equation with CPU kernels."""
+    cdef int i
+    return {sweep_kernels[i].name.decode(): sweep_kernels[i].fields_size
+            for i in range(sweep_n_kernels)}
+
+
+_KERNEL_INDEX = {name: i for i, name in enumerate(kernels())}
 
 
 cdef enum:
@@ -219,109 +186,37 @@ def kernel_address(str name, obj, str formats, Py_ssize_t itemsize, expected_sha
         PyBuffer_Release(&view)
 
 
-cdef _check_records(params, fields, size_t params_size, size_t fields_size):
-    """The bytes of the records ``params`` and ``fields``, checked against the C structs' sizes."""
+def run(str equation, int ndim, int order, bint is_double, bint adjoint, params, fields,
+        sweep_int t, sweep_int n_steps, int n_threads=0):
+    """Run ``n_steps`` steps of ``equation``'s kernels (a name of :func:`kernels`).
+
+    ``n_steps`` forward steps from time ``t`` (``adjoint`` false), or
+    ``n_steps`` adjoint steps ending at ``t``, exclusive.  ``params`` and
+    ``fields`` are NumPy records of ``sweep._params`` dtypes (the parameter
+    record and the equation's fields record, ``sweep._params.KERNEL_FIELDS``;
+    ``fields`` holds host pointers to arrays the caller keeps alive).
+    """
+    index = _KERNEL_INDEX.get(equation)
+    if index is None:
+        raise ValueError(
+            f"sweep._C: no CPU kernels for equation {equation!r}; known: {sorted(_KERNEL_INDEX)}"
+        )
+    cdef const sweep_kernel_entry *entry = &sweep_kernels[<int>index]
     cdef const unsigned char[::1] pb = params.tobytes()
     cdef const unsigned char[::1] fb = fields.tobytes()
-    if <size_t>pb.shape[0] != params_size or <size_t>fb.shape[0] != fields_size:
-        raise RuntimeError("sweep._C: parameter struct layout does not match sweep._params")
-    return pb, fb
-
-
-def acoustic_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
-                 sweep_int t, sweep_int n_steps, int n_threads=0):
-    """Run ``n_steps`` steps of the acoustic kernels.
-
-    ``params`` and ``fields`` are NumPy records of ``sweep._params`` dtypes
-    (``fields`` holds host pointers to arrays the caller keeps alive).
-    """
+    if (<size_t>pb.shape[0] != sizeof(sweep_acoustic_params)
+            or <size_t>fb.shape[0] != entry.fields_size):
+        raise RuntimeError(
+            f"sweep._C: the {equation} records do not match the C structs (sweep._params)"
+        )
+    # Aligned copies of the records (the bytes objects promise no alignment).
     cdef sweep_acoustic_params p
-    cdef sweep_acoustic_fields f
-    cdef const unsigned char[::1] pb
-    cdef const unsigned char[::1] fb
-    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
-                            sizeof(sweep_acoustic_fields))
+    cdef long long f[SWEEP_FIELDS_MAX_WORDS]
     memcpy(&p, &pb[0], sizeof(p))
-    memcpy(&f, &fb[0], sizeof(f))
+    memcpy(f, &fb[0], entry.fields_size)
     cdef int rc
     with nogil:
-        rc = sweep_acoustic_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
-    if rc != 0:
-        raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
-
-
-def lsrtm_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
-              sweep_int t, sweep_int n_steps, int n_threads=0):
-    """Run ``n_steps`` steps of the Born (LSRTM) kernels (records as :func:`acoustic_run`'s,
-    ``fields`` of ``sweep._params.LSRTM_FIELDS``)."""
-    cdef sweep_acoustic_params p
-    cdef sweep_lsrtm_fields f
-    cdef const unsigned char[::1] pb
-    cdef const unsigned char[::1] fb
-    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
-                            sizeof(sweep_lsrtm_fields))
-    memcpy(&p, &pb[0], sizeof(p))
-    memcpy(&f, &fb[0], sizeof(f))
-    cdef int rc
-    with nogil:
-        rc = sweep_lsrtm_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
-    if rc != 0:
-        raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
-
-
-def vrz_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
-            sweep_int t, sweep_int n_steps, int n_threads=0):
-    """Run ``n_steps`` steps of the VRZ kernels (records as :func:`acoustic_run`'s,
-    ``fields`` of ``sweep._params.VRZ_FIELDS``)."""
-    cdef sweep_acoustic_params p
-    cdef sweep_vrz_fields f
-    cdef const unsigned char[::1] pb
-    cdef const unsigned char[::1] fb
-    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
-                            sizeof(sweep_vrz_fields))
-    memcpy(&p, &pb[0], sizeof(p))
-    memcpy(&f, &fb[0], sizeof(f))
-    cdef int rc
-    with nogil:
-        rc = sweep_vrz_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
-    if rc != 0:
-        raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
-
-
-def elastic_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
-                sweep_int t, sweep_int n_steps, int n_threads=0):
-    """Run ``n_steps`` steps of the elastic kernels (records as :func:`acoustic_run`'s,
-    ``fields`` of ``sweep._params.ELASTIC_FIELDS``)."""
-    cdef sweep_acoustic_params p
-    cdef sweep_elastic_fields f
-    cdef const unsigned char[::1] pb
-    cdef const unsigned char[::1] fb
-    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
-                            sizeof(sweep_elastic_fields))
-    memcpy(&p, &pb[0], sizeof(p))
-    memcpy(&f, &fb[0], sizeof(f))
-    cdef int rc
-    with nogil:
-        rc = sweep_elastic_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
-    if rc != 0:
-        raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
-
-
-def maxwell_run(int ndim, int order, bint is_double, bint adjoint, params, fields,
-                sweep_int t, sweep_int n_steps, int n_threads=0):
-    """Run ``n_steps`` steps of the Maxwell kernels (records as :func:`acoustic_run`'s,
-    ``fields`` of ``sweep._params.ELASTIC_FIELDS``, the staggered systems' record)."""
-    cdef sweep_acoustic_params p
-    cdef sweep_elastic_fields f
-    cdef const unsigned char[::1] pb
-    cdef const unsigned char[::1] fb
-    pb, fb = _check_records(params, fields, sizeof(sweep_acoustic_params),
-                            sizeof(sweep_elastic_fields))
-    memcpy(&p, &pb[0], sizeof(p))
-    memcpy(&f, &fb[0], sizeof(f))
-    cdef int rc
-    with nogil:
-        rc = sweep_maxwell_run(ndim, order, is_double, adjoint, &p, &f, t, n_steps, n_threads)
+        rc = entry.run(ndim, order, is_double, adjoint, &p, f, t, n_steps, n_threads)
     if rc != 0:
         raise ValueError(f"sweep._C: unsupported ndim={ndim} / order={order}")
 

@@ -1,14 +1,7 @@
-/* Entry points of the CPU kernels, declared for the Cython binding. */
+/* What the acoustic plug-in (acoustic_cpu_impl.h) includes first: the shared
+ * definitions and records.  Its entry point, sweep_acoustic_run, is defined by
+ * the generated sweep_kernels.c (cpu_dispatch.h). */
 #ifndef SWEEP_ACOUSTIC_CPU_H
 #define SWEEP_ACOUSTIC_CPU_H
 #include "sweep_common.h"
-
-/* Runs n_steps forward steps from time t (adjoint == 0), or n_steps adjoint
- * steps ending at time t, exclusive (adjoint == 1).  Returns 0, or -1 for an
- * unsupported ndim/order. */
-int sweep_acoustic_run(int ndim, int order, int is_double, int adjoint,
-                       const sweep_acoustic_params *p, const sweep_acoustic_fields *f,
-                       sweep_int t, sweep_int n_steps, int n_threads);
-int sweep_max_threads(void);
-int sweep_openmp_enabled(void);
 #endif

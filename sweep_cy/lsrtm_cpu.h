@@ -1,10 +1,7 @@
-/* Entry point of the Born (LSRTM) CPU kernels, declared for the Cython binding
- * (see cpu_dispatch.h). */
+/* What the lsrtm plug-in (lsrtm_cpu_impl.h) includes first: the shared
+ * definitions and records.  Its entry point, sweep_lsrtm_run, is defined by
+ * the generated sweep_kernels.c (cpu_dispatch.h). */
 #ifndef SWEEP_LSRTM_CPU_H
 #define SWEEP_LSRTM_CPU_H
 #include "sweep_common.h"
-
-int sweep_lsrtm_run(int ndim, int order, int is_double, int adjoint,
-                    const sweep_acoustic_params *p, const sweep_lsrtm_fields *f, sweep_int t,
-                    sweep_int n_steps, int n_threads);
 #endif

@@ -1,6 +1,6 @@
 """Elastic on the compiled kernels: the stepper, its point terms and the model gradients.
 
-The kernels (``cuda/elastic_stencil.h``: C/OpenMP through ``sweep._C.elastic_run``,
+The kernels (``cuda/elastic_stencil.h``: C/OpenMP through ``sweep._C.run``,
 CUDA through ``cuda/elastic.cu``)
 step the velocity-stress fields in place, two phases per step, with the
 order a run-time value.  Their coefficients are the eager reference's
@@ -30,18 +30,11 @@ import numpy as np
 
 from ..._compiled import CompiledStepper, _Fields
 from ..._grid import Geometry
-from ..._params import ELASTIC_FIELDS
 from ..._points import KernelTerms, kernel_terms
 from ..._stepper import ForwardState
 from ..._xp import to_host
 from . import kinds
 from .eager import EagerElastic
-
-_GRID = frozenset({"field", "psi", "grad"})
-_WRITES = {
-    False: frozenset({"field", "psi", "rec", "store"}),
-    True: frozenset({"field", "psi", "grad", "grad_src"}),
-}
 
 
 def memory_slots(ndim: int) -> list[tuple[str, int, int]]:
@@ -131,10 +124,6 @@ class CompiledElastic(CompiledStepper):
 
     name = "elastic"
     reversible = False
-    fields = ELASTIC_FIELDS
-    grid_fields = _GRID
-    model_fields = frozenset({"coef"})
-    writes = _WRITES
 
     def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0,
                  **options: Any) -> None:  # fmt: skip

@@ -20,25 +20,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ..._compiled import AdjState, CompiledStepper, FwdState, _Fields
-from ..._params import LSRTM_FIELDS
 from ..._stepper import ReversibleState
 
 __all__ = ["BornCoefficients", "CompiledLSRTM"]
 
-_WAVES = ("u{}_prev", "u{}", "psi{}", "psi{}_new", "zeta{}")
-_RECON = frozenset({"recon_u0_next", "recon_u0", "recon_u1_next", "recon_u1"})
-_GRID = frozenset(
-    {name.format(s) for s in "01" for name in (*_WAVES, "zeta{}_new")}
-    | {"grad_v2dt2", "grad_dv2dt2"}
-    | _RECON
-)
-_WRITES = {
-    False: frozenset(
-        {name.format(s) for s in "01" for name in _WAVES}
-        | {"rec", "store", "band_u", "replay_w", "replay_u"}
-    ),
-    True: _GRID | {"grad_src"},
-}
 # Field slots (see CompiledStepper.field): the forward states, the adjoint
 # states, the model and the reconstruction, distinct within one kernel call
 # of either direction.
@@ -116,10 +101,6 @@ class CompiledLSRTM(CompiledStepper):
 
     name = "lsrtm"
     reversible = True
-    fields = LSRTM_FIELDS
-    grid_fields = _GRID
-    model_fields = frozenset({"v2dt2", "dv2dt2"})
-    writes = _WRITES
     snapshot_values = 2
     band_values = 2  # u0 and u1
 

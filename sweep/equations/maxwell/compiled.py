@@ -1,13 +1,14 @@
 """Maxwell on the compiled kernels: the stepper, its point terms and the model gradients.
 
-The kernels (``cuda/maxwell_stencil.h``: C/OpenMP through ``sweep._C.maxwell_run``,
+The kernels (``cuda/maxwell_stencil.h``: C/OpenMP through ``sweep._C.run``,
 CUDA through ``cuda/maxwell.cu``)
 step E and H in place, two phases per step (H then E), with the order a
 run-time value, on the staggered systems' record of elastic
-(:data:`sweep._params.ELASTIC_FIELDS`).  Their coefficients are the eager
-reference's (:meth:`EagerMaxwell.coefficients`: ``ch = dt / (mu0 mu)``, and
-the semi-implicit ``ca``, ``cb``) times the live mask of the field each
-updates, so the two paths run the same discrete operator.  Components are
+(``sweep_elastic_fields`` of :mod:`sweep._fields_table`).  Their
+coefficients are the eager reference's (:meth:`EagerMaxwell.coefficients`:
+``ch = dt / (mu0 mu)``, and the semi-implicit ``ca``, ``cb``) times the
+live mask of the field each updates, so the two paths run the same
+discrete operator.  Components are
 numbered by the kernel axis they point along (:func:`kernel_axis`); sources
 and receivers reach the kernels as single-cell terms
 (:func:`sweep._points.kernel_terms`).
@@ -30,18 +31,11 @@ import numpy as np
 
 from ..._compiled import CompiledStepper, _Fields
 from ..._grid import Geometry
-from ..._params import ELASTIC_FIELDS
 from ..._stepper import ForwardState
 from ..._xp import to_host
 from ..elastic.compiled import CompiledElastic
 from . import components as comp
 from .eager import EPS0, MU0, EagerMaxwell
-
-_GRID = frozenset({"field", "psi", "grad"})
-_WRITES = {
-    False: frozenset({"field", "psi", "rec", "store"}),
-    True: frozenset({"field", "psi", "grad", "grad_src"}),
-}
 
 
 def kernel_axis(component: str, ndim: int) -> int:
@@ -135,10 +129,6 @@ class CompiledMaxwell(CompiledElastic):
 
     name = "maxwell"
     reversible = False
-    fields = ELASTIC_FIELDS
-    grid_fields = _GRID
-    model_fields = frozenset({"coef"})
-    writes = _WRITES
 
     def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0, *,
                  source_component: tuple[str, ...],

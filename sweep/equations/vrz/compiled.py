@@ -1,6 +1,6 @@
 """VRZ on the compiled kernels: the stepper and the model gradients.
 
-The kernels (``cuda/vrz_stencil.h``: C/OpenMP through ``sweep._C.vrz_run``,
+The kernels (``cuda/vrz_stencil.h``: C/OpenMP through ``sweep._C.run``,
 CUDA through ``sweep._cuda_backend.run``) take the acoustic's parameter
 record and step one acoustic-like wavefield, so :class:`CompiledVRZ` is
 :class:`sweep._compiled.CompiledStepper` with its default one-wavefield
@@ -21,19 +21,7 @@ from typing import Any
 
 from ..._compiled import _ADJ_SLOT, _RECON_SLOT, AdjState, CompiledStepper, FwdState, _Fields
 from ..._grid import Geometry
-from ..._params import VRZ_FIELDS
 
-_WAVE = frozenset({"u_prev", "u", "psi", "psi_new", "zeta", "zeta_new"})
-_GRADIENTS = frozenset({"grad_kappa_dt2", "grad_buoyancy"})
-_RECON = frozenset({"recon_u_next", "recon_u"})
-# Buffers each direction writes (see sweep._compiled); the adjoint writes the
-# store when boundary saving rebuilds each step's snapshot in it.
-_WRITES = {
-    False: frozenset(
-        {"u_prev", "u", "psi", "psi_new", "zeta", "rec", "store", "band_u", "replay_w", "replay_u"}
-    ),
-    True: _WAVE | _GRADIENTS | _RECON | {"grad_src", "store"},
-}
 # Field slots (see CompiledStepper.field) of the models, past the adjoint's.
 _KAPPA_SLOT = 29
 _BUOYANCY_SLOT = 30
@@ -68,10 +56,6 @@ class CompiledVRZ(CompiledStepper):
 
     name = "vrz"
     reversible = True
-    fields = VRZ_FIELDS
-    grid_fields = _WAVE | _GRADIENTS | _RECON
-    model_fields = frozenset({"kappa_dt2", "buoyancy"})
-    writes = _WRITES
     # Temporal blocking: a forward step streams u, u_prev, K and B (float32
     # bytes, as CompiledAcoustic counts them).
     time_blocking = True

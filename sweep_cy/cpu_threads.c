@@ -1,15 +1,9 @@
-/*
- * Dispatch to the acoustic CPU kernels (cpu_dispatch.h), and the OpenMP
- * facts the binding reports.
- */
+/* The OpenMP facts the binding reports (declared in cpu_dispatch.h). */
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#include "acoustic_cpu.h"
 #include "cpu_dispatch.h"
-
-SWEEP_DISPATCH(acoustic, sweep_acoustic_fields)
 
 int sweep_max_threads(void) {
 #ifdef _OPENMP
