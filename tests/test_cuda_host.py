@@ -398,6 +398,23 @@ def test_host_cuda_boundary_saving_matches_full_storage_and_cpu(equation, ndim, 
 
 
 # -- the staggered systems (cuda/staggered_cuda.h) -----------------------------------------------
+def _assert_cuda_is_cpu(out_c, g_c, out_g, g_g, d, amp):
+    """The CUDA run (``out_g``, ``g_g``) equals the CPU's in float64: receivers, final
+    state and every gradient; and its adjoint is the transpose of its forward."""
+    scale = np.abs(out_c.receivers).max()
+    np.testing.assert_allclose(out_g.receivers, out_c.receivers, rtol=0, atol=1e-12 * scale)
+    for key, ref in out_c.state.items():
+        tol = 1e-12 * max(np.abs(ref).max(), 1e-300)
+        np.testing.assert_allclose(out_g.state[key], ref, rtol=0, atol=tol, err_msg=key)
+    assert set(g_g) == set(g_c)
+    for key, ref in g_c.items():
+        np.testing.assert_allclose(g_g[key], ref, rtol=0, atol=1e-11 * np.abs(ref).max(),
+                                   err_msg=key)  # fmt: skip
+    lhs = np.vdot(d, out_g.receivers)
+    rhs = np.vdot(g_g["source_amplitudes"], amp)
+    assert abs(lhs - rhs) <= 1e-11 * abs(lhs)
+
+
 def _elastic_problem(ndim, order, free=(), nt=24):
     """Two shots; every source kind and every receiver kind (two receivers on one cell)."""
     from sweep.equations.elastic import kinds
@@ -451,18 +468,7 @@ def test_host_cuda_elastic_matches_cpu(ndim, order, free, request):
     out_c, g_c, d = _elastic(models, dx, dt, kw)
     request.getfixturevalue("cuda_on_host")
     out_g, g_g, _ = _elastic(models, dx, dt, kw)
-    scale = np.abs(out_c.receivers).max()
-    np.testing.assert_allclose(out_g.receivers, out_c.receivers, rtol=0, atol=1e-12 * scale)
-    for key, ref in out_c.state.items():
-        tol = 1e-12 * max(np.abs(ref).max(), 1e-300)
-        np.testing.assert_allclose(out_g.state[key], ref, rtol=0, atol=tol, err_msg=key)
-    for key in ("vp", "vs", "rho", "source_amplitudes"):
-        ref = g_c[key]
-        np.testing.assert_allclose(g_g[key], ref, rtol=0, atol=1e-11 * np.abs(ref).max(),
-                                   err_msg=key)  # fmt: skip
-    lhs = np.vdot(d, out_g.receivers)
-    rhs = np.vdot(g_g["source_amplitudes"], kw["source_amplitudes"])
-    assert abs(lhs - rhs) <= 1e-11 * abs(lhs)
+    _assert_cuda_is_cpu(out_c, g_c, out_g, g_g, d, kw["source_amplitudes"])
 
 
 def test_host_cuda_elastic_checkpointing_is_full_storage(cuda_on_host):
@@ -520,18 +526,7 @@ def test_host_cuda_maxwell_matches_cpu(ndim, order, free, request):
     out_c, g_c, d = _maxwell(ndim, models, dx, dt, kw)
     request.getfixturevalue("cuda_on_host")
     out_g, g_g, _ = _maxwell(ndim, models, dx, dt, kw)
-    scale = np.abs(out_c.receivers).max()
-    np.testing.assert_allclose(out_g.receivers, out_c.receivers, rtol=0, atol=1e-12 * scale)
-    for key, ref in out_c.state.items():
-        tol = 1e-12 * max(np.abs(ref).max(), 1e-300)
-        np.testing.assert_allclose(out_g.state[key], ref, rtol=0, atol=tol, err_msg=key)
-    for key in ("epsilon", "sigma", "mu", "source_amplitudes"):
-        ref = g_c[key]
-        np.testing.assert_allclose(g_g[key], ref, rtol=0, atol=1e-11 * np.abs(ref).max(),
-                                   err_msg=key)  # fmt: skip
-    lhs = np.vdot(d, out_g.receivers)
-    rhs = np.vdot(g_g["source_amplitudes"], kw["source_amplitudes"])
-    assert abs(lhs - rhs) <= 1e-11 * abs(lhs)
+    _assert_cuda_is_cpu(out_c, g_c, out_g, g_g, d, kw["source_amplitudes"])
 
 
 def test_host_cuda_maxwell_checkpointing_is_full_storage(cuda_on_host):
