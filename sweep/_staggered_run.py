@@ -67,7 +67,7 @@ def run_compiled(
         state.load_from(call.initial_state)
 
     def fields(state: Any) -> dict[str, Any]:
-        return engine.state_dict(state, like, memory=False)
+        return engine.state_dict(state, like, memory=False, copy=False)  # edits count
 
     event = _callbacks.forward_event(call.callbacks, g, call.models or {}, fields)
     stepper = _callbacks.wrap(engine, call.callbacks, forward=event)
@@ -109,7 +109,7 @@ def compiled_vjp(
         )
 
         def fields(adj: Any) -> dict[str, Any]:
-            return engine.state_dict(adj, like, memory=False)
+            return engine.state_dict(adj, like, memory=False, copy=False)
 
         def so_far(adj: Any) -> dict[str, Any]:
             k = tape.plan.interval
