@@ -989,10 +989,9 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
             const SWEEP_R *rw = (const SWEEP_R *)f->replay_w +
                                 (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, p->n_outer) +
                                 shot * p->n_outer;
-            const sweep_int ovs = p->slot_shots * p->n_outer;
 #define SWEEP_RECON_CELLS_(i0, j0, n)                                   \
   _Pragma("omp simd") for (sweep_int x = 0; x < (n); ++x)               \
-      SWEEP_EQ_RECON_CELL(off + (i0) + x, rw + (j0) + x, ovs);
+      SWEEP_EQ_RECON_CELL(off + (i0) + x, rw + (j0) + x, p->slot_shots * p->n_outer);
             SWEEP_CPML_RUNS(p, f, cpml_runs, n_cpml_runs, SWEEP_RECON_CELLS_);
 #undef SWEEP_RECON_CELLS_
           }
