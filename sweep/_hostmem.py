@@ -1,12 +1,19 @@
-"""Large host arrays backed by transparent huge pages.
+"""Large host arrays, on transparent huge pages where those fault in faster.
 
 A wavefield store of several GB is written once, page by page, by the
 kernels.  With 4 KiB pages each first touch is a page fault; on virtual
-machines a fault costs microseconds, so touching 2 GiB took 7.6 s here, against
-0.28 s when the same memory is an anonymous mapping advised to use 2 MiB huge
-pages (``MADV_HUGEPAGE``; Linux, when transparent huge pages are set to
-``madvise`` or ``always``).  Anonymous mappings are zero-filled, so
-:func:`zeros` needs no extra pass.
+machines a fault costs microseconds, so touching 2 GiB took 7.6 s on one
+machine, against 0.28 s when the same memory is an anonymous mapping advised
+to use 2 MiB huge pages (``MADV_HUGEPAGE``; Linux, when transparent huge pages
+are set to ``madvise`` or ``always``).  On another VM it is the other way
+round: first touch of 1 GiB cost 0.36-0.46 s on 4 KiB pages and 0.48-2.3 s on
+huge pages in a fresh process (the host backs a huge page's guest memory
+4 KiB at a time; no compaction stalls), 0.05 s only once the process had
+freed huge pages of its own.  So the first large mapping of a process times
+both (:func:`_huge_pages_pay`: a few huge pages against as much memory in
+4 KiB pages, a few ms) and huge pages are asked for only when they fault in
+faster.  Anonymous mappings are zero-filled, so :func:`zeros` needs no extra
+pass.
 
 NumPy's own allocations are visible to ``tracemalloc``; these are registered
 in NumPy's tracemalloc domain too, so memory accounting (and
@@ -30,6 +37,7 @@ import ctypes
 import math
 import mmap
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -68,17 +76,61 @@ def _huge(nbytes: int) -> bool:
     return nbytes >= _MIN_BYTES and hasattr(mmap, "MADV_HUGEPAGE")
 
 
-def _map(nbytes: int) -> mmap.mmap:
-    """Return a fresh zeroed anonymous mapping, advised to use huge pages."""
+def _anonymous(nbytes: int, huge: bool) -> mmap.mmap:
+    """Return a fresh zeroed anonymous mapping, advised to use huge pages if ``huge``."""
     try:
         region = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     except OSError as exc:
         raise MemoryError(f"could not map {nbytes} bytes of host memory: {exc}") from exc
-    try:
-        region.madvise(mmap.MADV_HUGEPAGE)
-    except OSError:
-        pass  # huge pages unavailable: still a valid (zeroed) mapping
+    if huge:
+        try:
+            region.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:
+            pass  # huge pages unavailable: still a valid (zeroed) mapping
     return region
+
+
+# Huge pages timed against 4 KiB pages over this many 2 MiB pages (once per process).
+_PROBE_PAGES = 4
+_HUGE_PAGE = 2 << 20
+_huge_verdict: list[bool] = []
+_probe_lock = threading.Lock()
+
+
+def _first_touch(huge: bool) -> float:
+    """Seconds to fault in ``_PROBE_PAGES`` x 2 MiB of fresh memory (huge or 4 KiB pages).
+
+    One more 2 MiB is faulted in first, untimed: a process's first huge page
+    took ~5 ms where the next ones took 0.1 ms.
+    """
+    region = _anonymous((_PROBE_PAGES + 2) * _HUGE_PAGE, huge)
+    buf = np.frombuffer(region, dtype=np.uint8)
+    start = -buf.ctypes.data % _HUGE_PAGE  # whole huge pages
+    step = _HUGE_PAGE if huge else _PAGE  # one write per page
+    buf[start : start + _HUGE_PAGE : step] = 1
+    span = buf[start + _HUGE_PAGE : start + (_PROBE_PAGES + 1) * _HUGE_PAGE]
+    begin = time.perf_counter()
+    span[::step] = 1
+    seconds = time.perf_counter() - begin
+    del span, buf
+    region.close()
+    return seconds
+
+
+def _huge_pages_pay() -> bool:
+    """Whether huge pages fault in faster than 4 KiB pages here (measured once per process)."""
+    with _probe_lock:
+        if not _huge_verdict:
+            try:
+                _huge_verdict.append(_first_touch(True) < _first_touch(False))
+            except (OSError, ValueError, BufferError):
+                _huge_verdict.append(True)  # could not time it: keep the advice
+        return _huge_verdict[0]
+
+
+def _map(nbytes: int) -> mmap.mmap:
+    """Return a fresh zeroed anonymous mapping, on huge pages where they pay (module docstring)."""
+    return _anonymous(nbytes, _huge_pages_pay())
 
 
 def _track_mapping(region: mmap.mmap, out: np.ndarray) -> None:

@@ -580,11 +580,15 @@ class Tape:
 
 
 # Cell updates per compiled call: Python sees Ctrl-C (and runs callbacks) only
-# between calls, so a call must stay short.  At ~1e9 cell updates per second
-# (a 2D forward on 2 cores; an adjoint step costs ~2-3 forward steps) this is
-# 0.03-0.1 s of work; on a machine loaded 3x, ~0.3 s.  At least _CALL_MIN_STEPS
-# steps, so that temporal blocking (8 steps per sweep) still applies.
-_CALL_CELLS = 30_000_000
+# between calls, so a call must stay short, but each call costs ~1 ms besides
+# its steps (Python, waking the threads, refilling caches).  The 2D forward
+# runs ~3e9 cell updates per second on 2 cores and a boundary-saving adjoint
+# step ~3 forward steps, so this is 0.03-0.1 s of work (0.3 s on a machine
+# loaded 3x).  Case B (2D 300 x 1000, 4 shots, nt 2000, boundary saving),
+# same-process A/B on warm calls: 3.26-3.72 s with 30e6 (121 calls a pass),
+# 3.06-3.26 s with 120e6.  At least _CALL_MIN_STEPS steps, so that temporal
+# blocking (8 steps per sweep) still applies.
+_CALL_CELLS = 120_000_000
 _CALL_MIN_STEPS = 16
 
 

@@ -471,6 +471,60 @@ static __attribute__((unused)) SWEEP_R *SWEEP_FN(receiver_buffer)(const SWEEP_EQ
 }
 
 /*
+ * Boundary saving's CPML cells (cpml_pos: positions in outer_idx) as runs of
+ * cells consecutive both in one row of the field and in outer_idx, so their
+ * per-step loops run over strips (and vectorise) instead of going cell by
+ * cell through the two index arrays.  cpml_run: the run from entry q (its
+ * first cell *i0, position *j0); returns its length.
+ */
+static inline sweep_int SWEEP_FN(cpml_run)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                           sweep_int q, sweep_int *i0, sweep_int *j0) {
+  const sweep_int j = f->cpml_pos[q], i = f->outer_idx[j], row = i / p->stride[1];
+  sweep_int n = 1;
+  while (q + n < p->n_cpml && f->cpml_pos[q + n] == j + n && f->outer_idx[j + n] == i + n &&
+         (i + n) / p->stride[1] == row)
+    ++n;
+  *i0 = i;
+  *j0 = j;
+  return n;
+}
+
+/* Every run, as (i0, j0, n) triples (*n_runs of them); NULL when there are
+ * none or no memory (SWEEP_CPML_RUNS then finds them as it goes). */
+static __attribute__((unused)) sweep_int *SWEEP_FN(cpml_runs)(const SWEEP_EQ_PARAMS *p,
+                                                               const SWEEP_EQ_FIELDS *f,
+                                                               sweep_int *n_runs) {
+  *n_runs = 0;
+  if (!f->replay_w || !f->cpml_pos || p->n_cpml <= 0) return NULL;
+  sweep_int n = 0, i0, j0;
+  for (sweep_int q = 0; q < p->n_cpml; ++n) q += SWEEP_FN(cpml_run)(p, f, q, &i0, &j0);
+  sweep_int *r = (sweep_int *)malloc(sizeof(sweep_int) * 3 * n);
+  if (!r) return NULL;
+  for (sweep_int q = 0, k = 0; k < n; ++k) {
+    r[3 * k + 2] = SWEEP_FN(cpml_run)(p, f, q, r + 3 * k, r + 3 * k + 1);
+    q += r[3 * k + 2];
+  }
+  *n_runs = n;
+  return r;
+}
+
+/* Calls RUN(i0, j0, n) for each run of CPML cells, from the table runs
+ * (n_runs entries) or, when it is NULL, found as it goes. */
+#define SWEEP_CPML_RUNS(p, f, runs, n_runs, RUN)                                        \
+  for (sweep_int r_ = 0, q_ = 0; (runs) ? r_ < (n_runs) : q_ < (p)->n_cpml; ++r_) {      \
+    sweep_int i0_, j0_, n_;                                                              \
+    if (runs) {                                                                          \
+      i0_ = (runs)[3 * r_];                                                              \
+      j0_ = (runs)[3 * r_ + 1];                                                          \
+      n_ = (runs)[3 * r_ + 2];                                                           \
+    } else {                                                                             \
+      n_ = SWEEP_FN(cpml_run)(p, f, q_, &i0_, &j0_);                                     \
+      q_ += n_;                                                                          \
+    }                                                                                    \
+    RUN(i0_, j0_, n_)                                                                    \
+  }
+
+/*
  * Shots are independent, so when the threads divide them evenly (one thread
  * included) each thread runs whole shots, one single-shot call each
  * (sub_problem: the same call restricted to shots [shot0, shot0 + n)), with
@@ -773,6 +827,8 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
                                ? SWEEP_FN(source_rows)(p, f, &pairing)
                                : NULL;
   const sweep_int n_s2 = p->store_hi[2] - slo2;
+  sweep_int n_cpml_runs = 0;
+  sweep_int *cpml_runs = recon ? SWEEP_FN(cpml_runs)(p, f, &n_cpml_runs) : NULL;
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
@@ -837,11 +893,16 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
                                   shot * p->n_outer
                                           : NULL;
           SWEEP_R *st = rsnap + shot * mc;
-          for (sweep_int q = 0; f->replay_w && q < p->n_cpml; ++q) {
-            const sweep_int j = f->cpml_pos[q];
-            const sweep_int m = SWEEP_FN(store_index)(p, f->outer_idx[j]);
-            for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v) st[v * vs + m] = rw[v * ovs + j];
-          }
+          /* A run's cells are consecutive in one row of the store too. */
+#define SWEEP_SNAP_CPML_(i0, j0, n)                                        \
+  {                                                                        \
+    const sweep_int m_ = SWEEP_FN(store_index)(p, i0);                     \
+    for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v)                         \
+      for (sweep_int x = 0; x < (n); ++x)                                  \
+        st[v * vs + m_ + x] = rw[v * ovs + (j0) + x];                      \
+  }
+          if (f->replay_w) SWEEP_CPML_RUNS(p, f, cpml_runs, n_cpml_runs, SWEEP_SNAP_CPML_);
+#undef SWEEP_SNAP_CPML_
         }
       }
       const SWEEP_R *store =
@@ -928,11 +989,11 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
             const SWEEP_R *rw = (const SWEEP_R *)f->replay_w +
                                 (t - t_begin) * SWEEP_BAND_SLOT(p, SWEEP_EQ_SNAP_VALUES, p->n_outer) +
                                 shot * p->n_outer;
-            for (sweep_int q = 0; q < p->n_cpml; ++q) {
-              const sweep_int j = f->cpml_pos[q];
-              const sweep_int i = off + f->outer_idx[j];
-              SWEEP_EQ_RECON_CELL(i, rw + j, p->slot_shots * p->n_outer);
-            }
+#define SWEEP_RECON_CELLS_(i0, j0, n)                                   \
+  _Pragma("omp simd") for (sweep_int x = 0; x < (n); ++x)               \
+      SWEEP_EQ_RECON_CELL(off + (i0) + x, rw + (j0) + x, p->slot_shots * p->n_outer);
+            SWEEP_CPML_RUNS(p, f, cpml_runs, n_cpml_runs, SWEEP_RECON_CELLS_);
+#undef SWEEP_RECON_CELLS_
           }
           if (f->src_amp) {
             const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
@@ -968,5 +1029,6 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   }
   free(rbuf);
   free(src_rows);
+  free(cpml_runs);
 }
 #endif /* SWEEP_EQ_PHASES */

@@ -208,3 +208,33 @@ def test_planner_counts_cached_stores_as_free(empty_cache, monkeypatch):
         assert out.memory_plan.strategy == "full", out.memory_plan.reason
         del out, pullback
         assert _hostmem.cached_bytes() >= store
+
+
+def test_huge_pages_are_asked_for_only_where_they_fault_in_faster(monkeypatch):
+    """_map advises MADV_HUGEPAGE per one timing of both page sizes per process."""
+    timings = {True: 2.0, False: 1.0}  # huge pages slower
+    monkeypatch.setattr(_hostmem, "_first_touch", lambda huge: timings[huge])
+    monkeypatch.setattr(_hostmem, "_huge_verdict", [])
+    assert _hostmem._huge_pages_pay() is False
+    timings[True] = 0.5
+    assert _hostmem._huge_pages_pay() is False  # decided once per process
+    monkeypatch.setattr(_hostmem, "_huge_verdict", [])
+    assert _hostmem._huge_pages_pay() is True
+    advised = []
+    real = _hostmem._anonymous
+
+    def anonymous(nbytes, huge):
+        advised.append(huge)
+        return real(nbytes, huge)
+
+    monkeypatch.setattr(_hostmem, "_anonymous", anonymous)
+    for verdict in (False, True):
+        monkeypatch.setattr(_hostmem, "_huge_verdict", [verdict])
+        _hostmem._map(8 << 20).close()
+    assert advised == [False, True]
+
+
+def test_first_touch_times_fresh_memory():
+    for huge in (False, True):
+        seconds = _hostmem._first_touch(huge)
+        assert 0 < seconds < 10
