@@ -200,7 +200,9 @@
  *                              SWEEP_EQ_RECON_SNAP_ROW writes them.
  *   SWEEP_EQ_RECON_CELL(i, w, vs)  the model gradient at CPML cell i from
  *                              its snapshot of the CPML replay: its value v
- *                              is w[v * vs].
+ *                              is w[v * vs].  Expanded in an omp simd loop
+ *                              over a run of consecutive cells
+ *                              (SWEEP_CPML_RUNS): it must touch cell i only.
  *   SWEEP_EQ_RECON_SOURCE(i, j, a)  removes a source from the
  *                              reconstructed state.
  *   SWEEP_EQ_RECON_LOAD_BAND(i, v, x)  the saved band value x into state
