@@ -1,8 +1,9 @@
 /*
  * Maxwell's equations' plug-in to the CPU time loops: two phases per step
- * (H then E; cpu_phased.h through cpu_skeleton.h), scalar rows over the
- * point arithmetic of cuda/maxwell_stencil.h, one never-inlined function per
- * CPML mask for each of the four row kinds, and the points and the images
+ * (H then E; cpu_phased.h through cpu_skeleton.h), `omp simd` rows over the
+ * point arithmetic of cuda/maxwell_stencil.h (GCC vectorises every row), one
+ * never-inlined function per CPML mask for each of the four row kinds (see
+ * MX_FN_), and the points and the images
  * behind perfect conductors of each phase.  The order is a run-time value:
  * the unit of (ndim, dtype) defines the entry points of every order.  The
  * arrays come in the record of the staggered systems, sweep_elastic_fields
