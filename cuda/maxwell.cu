@@ -29,17 +29,17 @@
 __device__ __forceinline__ void mx_cuda_fwd(const STAG_CTX *e, sweep_int i, const sweep_int *c,
                                             int mask, int phase, R *W, sweep_int vs) {
   if (phase)
-    SWEEP_FN(mx_fwd_e)(e, i, c, mask, H, W, vs);
+    SWEEP_FN(mx_fwd_e)(e, i, c[0], c[1], c[2], mask, H, W, vs);
   else
-    SWEEP_FN(mx_fwd_h)(e, i, c, mask, H, W, vs);
+    SWEEP_FN(mx_fwd_h)(e, i, c[0], c[1], c[2], mask, H, W, vs);
 }
 
 __device__ __forceinline__ void mx_cuda_adj(const STAG_CTX *e, sweep_int i, const sweep_int *c,
                                             int mask, int phase, const R *st, sweep_int vs) {
   if (phase)
-    SWEEP_FN(mx_adj_e)(e, i, c, mask, H);
+    SWEEP_FN(mx_adj_e)(e, i, c[0], c[1], c[2], mask, H);
   else
-    SWEEP_FN(mx_adj_h)(e, i, c, mask, H, st, vs);
+    SWEEP_FN(mx_adj_h)(e, i, c[0], c[1], c[2], mask, H, st, vs);
 }
 
 /* Set 0: the H components (slots 0-2), set 1: the E ones (slots 3-5). */

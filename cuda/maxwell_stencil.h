@@ -71,6 +71,11 @@
 #define MX_SH(c) ((c) - (3 - MX_NH))
 #define MX_SE(c) (MX_NH + 2 * (c))
 #define MX_SNAP (MX_NH + 2 * MX_NE)
+/* The cell's coordinates as scalars (cz, cy, cx) and the one along kernel
+ * axis d (a constant once unrolled): as a local array in an `omp simd` loop
+ * (one per lane) they kept the CPU's cell loops from vectorising. */
+#define MX_COORDS sweep_int cz, sweep_int cy, sweep_int cx
+#define MX_C(d) ((d) == 0 ? cz : (d) == 1 ? cy : cx)
 
 /* Pointers of one call (fields, memory variables and gradients offset to one
  * shot by the caller) and the facts of the grid. */
@@ -164,11 +169,11 @@ SWEEP_HD int SWEEP_FN(mx_reader)(int a, int r, int *ar, int *b) {
   return *b < MX_A0 ? 0 : (r ? -MX_PAR : MX_PAR);
 }
 
-/* The curl at component a of cell i: of E at H_a (at_e 0), of H at E_a
- * (at_e 1), each derivative C-PML stretched where mask has its axis. */
+/* The curl at component a of cell i (coordinates cz, cy, cx): of E at H_a
+ * (at_e 0), of H at E_a (at_e 1), each derivative C-PML stretched where
+ * mask has its axis; taps of (nh, e->nh) as STAG_TAPS. */
 SWEEP_HD SWEEP_R SWEEP_FN(mx_curl)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep_int i,
-                                   const sweep_int *c, const int mask, const int nh,
-                                   const int at_e) {
+                                   MX_COORDS, const int mask, const int nh, const int at_e) {
   SWEEP_R acc = 0;
   SWEEP_UNROLL
   for (int t = 0; t < 2; ++t) {
@@ -176,34 +181,34 @@ SWEEP_HD SWEEP_R SWEEP_FN(mx_curl)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep
     const int s = SWEEP_FN(mx_term)(a, t, &b, &cc);
     if (!s) continue;
     const int F = at_e ? MX_HF(cc) : MX_EF(cc), fw = !at_e;
-    SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, e->st[b], fw, e->ws, 1, nh, nh) * e->rdx[b];
+    SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, e->st[b], fw, e->ws, 1, nh, e->nh) * e->rdx[b];
     if (mask & (1 << b))
       D = SWEEP_FN(stag_stretch)(e->m[F][b] + i, fw ? e->pah[b] : e->pa[b],
-                                 fw ? e->pbh[b] : e->pb[b], c[b], D);
+                                 fw ? e->pbh[b] : e->pb[b], MX_C(b), D);
     acc = s > 0 ? acc + D : acc - D;
   }
   return acc;
 }
 
 /* Phase H at cell i; W (or NULL) receives the snapshot values. */
-SWEEP_HD void SWEEP_FN(mx_fwd_h)(const SWEEP_FN(maxwell_ctx) * e, sweep_int i, const sweep_int *c,
+SWEEP_HD void SWEEP_FN(mx_fwd_h)(const SWEEP_FN(maxwell_ctx) * e, sweep_int i, MX_COORDS,
                                  const int mask, const int nh, SWEEP_R *W, sweep_int pitch) {
   SWEEP_UNROLL
   for (int a = 0; a < 3; ++a) {
     if (!MX_HAS_H(a)) continue;
-    const SWEEP_R C = SWEEP_FN(mx_curl)(e, a, i, c, mask, nh, 0);
+    const SWEEP_R C = SWEEP_FN(mx_curl)(e, a, i, cz, cy, cx, mask, nh, 0);
     e->f[MX_HF(a)][i] -= e->c[MX_CH(a)][i] * C;
     if (W) W[MX_SH(a) * pitch] = C;
   }
 }
 
 /* Phase E at cell i. */
-SWEEP_HD void SWEEP_FN(mx_fwd_e)(const SWEEP_FN(maxwell_ctx) * e, sweep_int i, const sweep_int *c,
+SWEEP_HD void SWEEP_FN(mx_fwd_e)(const SWEEP_FN(maxwell_ctx) * e, sweep_int i, MX_COORDS,
                                  const int mask, const int nh, SWEEP_R *W, sweep_int pitch) {
   SWEEP_UNROLL
   for (int a = 0; a < 3; ++a) {
     if (!MX_HAS_E(a)) continue;
-    const SWEEP_R C = SWEEP_FN(mx_curl)(e, a, i, c, mask, nh, 1);
+    const SWEEP_R C = SWEEP_FN(mx_curl)(e, a, i, cz, cy, cx, mask, nh, 1);
     const SWEEP_R old = e->f[MX_EF(a)][i];
     e->f[MX_EF(a)][i] = e->c[MX_CA(a)][i] * old + e->c[MX_CB(a)][i] * C;
     if (W) {
@@ -222,37 +227,61 @@ SWEEP_HD SWEEP_R SWEEP_FN(mx_gbar)(const SWEEP_FN(maxwell_ctx) * e, sweep_int p,
   return s > 0 ? g : -g;
 }
 
+/* Tap k of D^T Dbar at component a of cell q (of E when at_e, else of H)
+ * for reader ar along axis b (sign s), added to sum: the two reader cells
+ * whose difference takes this cell, + at q - k - o, - at q + k - 1 - o.
+ * cb: the cell's coordinate along b; w: the tap's weight; edge: skip taps
+ * outside the grid (halo cells). */
+SWEEP_HD SWEEP_R SWEEP_FN(mx_gather_tap)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep_int q,
+                                         sweep_int cb, int ar, int b, int s, const int at_e,
+                                         const int cpml, const int edge, int k, SWEEP_R w,
+                                         SWEEP_R sum) {
+  /* E read by H's forward differences, H by E's backward ones. */
+  const int fw = at_e;
+  const sweep_int o = fw ? 0 : -1, st = e->st[b];
+  const SWEEP_R *A = fw ? e->pah[b] : e->pa[b];
+  const SWEEP_R *P = e->m[at_e ? MX_EF(a) : MX_HF(a)][b];
+  const sweep_int o1 = -k - o, o2 = k - 1 - o;
+  const int in1 = !edge || (cb + o1 >= 0 && cb + o1 < e->n[b]);
+  const int in2 = !edge || (cb + o2 >= 0 && cb + o2 < e->n[b]);
+  SWEEP_R d1 = in1 ? SWEEP_FN(mx_gbar)(e, q + o1 * st, ar, s, !at_e) : 0;
+  SWEEP_R d2 = in2 ? SWEEP_FN(mx_gbar)(e, q + o2 * st, ar, s, !at_e) : 0;
+  if (cpml) {
+    if (in1) d1 = SWEEP_FMA(A[cb + o1], d1 + P[q + o1 * st], d1);
+    if (in2) d2 = SWEEP_FMA(A[cb + o2], d2 + P[q + o2 * st], d2);
+  }
+  return SWEEP_FMA(w, d1 - d2, sum);
+}
+
 /* D^T Dbar at component a of cell q (of E when at_e, else of H): the sum
- * over the other field's cells that read it.  edge: skip taps outside the
- * grid (halo cells). */
+ * over the other field's cells that read it; taps of (nh, e->nh) as
+ * STAG_TAPS.  edge: skip taps outside the grid (halo cells; every axis in
+ * its C-PML form, the run-time reach). */
 SWEEP_HD SWEEP_R SWEEP_FN(mx_gather)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep_int q,
-                                     const sweep_int *c, const int mask, const int nh,
-                                     const int at_e, const int edge) {
+                                     MX_COORDS, const int mask, const int nh, const int at_e,
+                                     const int edge) {
   SWEEP_R acc = 0;
   SWEEP_UNROLL
   for (int r = 0; r < 2; ++r) {
     int ar, b;
     const int s = SWEEP_FN(mx_reader)(a, r, &ar, &b);
     if (!s || !(at_e ? MX_HAS_H(ar) : MX_HAS_E(ar))) continue;
-    /* E read by H's forward differences, H by E's backward ones. */
-    const int fw = at_e;
-    const sweep_int o = fw ? 0 : -1, st = e->st[b];
-    const SWEEP_R *A = fw ? e->pah[b] : e->pa[b];
-    const SWEEP_R *P = e->m[at_e ? MX_EF(a) : MX_HF(a)][b];
     const int cpml = edge || (mask & (1 << b));
     SWEEP_R sum = 0;
-    for (int k = 1; k <= nh; ++k) {
-      /* The readers whose difference takes this cell: + at q - k - o, - at q + k - 1 - o. */
-      const sweep_int o1 = -k - o, o2 = k - 1 - o;
-      const int in1 = !edge || (c[b] + o1 >= 0 && c[b] + o1 < e->n[b]);
-      const int in2 = !edge || (c[b] + o2 >= 0 && c[b] + o2 < e->n[b]);
-      SWEEP_R d1 = in1 ? SWEEP_FN(mx_gbar)(e, q + o1 * st, ar, s, !at_e) : 0;
-      SWEEP_R d2 = in2 ? SWEEP_FN(mx_gbar)(e, q + o2 * st, ar, s, !at_e) : 0;
-      if (cpml) {
-        if (in1) d1 = SWEEP_FMA(A[c[b] + o1], d1 + P[q + o1 * st], d1);
-        if (in2) d2 = SWEEP_FMA(A[c[b] + o2], d2 + P[q + o2 * st], d2);
-      }
-      sum = SWEEP_FMA(e->ws[k - 1], d1 - d2, sum);
+    if (!edge && nh >= 0) {
+      /* A constant count of taps, unrolled by hand (as el_adj_a): the cell
+       * loop around it vectorises. */
+      SWEEP_UNROLL
+      for (int t = 1; t <= STAG_MAX_H; ++t)
+        if (t <= STAG_TAPS(nh, e->nh)) {
+          const int k = STAG_TAP(nh, e->nh, t);
+          sum = SWEEP_FN(mx_gather_tap)(e, a, q, MX_C(b), ar, b, s, at_e, cpml, 0, k,
+                                        STAG_TAP_W(nh, e->nh, t, e->ws[k - 1]), sum);
+        }
+    } else {
+      for (int k = 1; k <= e->nh; ++k)
+        sum = SWEEP_FN(mx_gather_tap)(e, a, q, MX_C(b), ar, b, s, at_e, cpml, edge, k,
+                                      e->ws[k - 1], sum);
     }
     acc = SWEEP_FMA(sum, e->rdx[b], acc);
   }
@@ -262,7 +291,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(mx_gather)(const SWEEP_FN(maxwell_ctx) * e, int a, swe
 /* P = B (P + Gbar) of the derivatives that component a's update at cell q
  * read (at_e: E_a's, of H; else H_a's, of E). */
 SWEEP_HD void SWEEP_FN(mx_adj_psi)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep_int q,
-                                   const sweep_int *c, const int mask, const int at_e) {
+                                   MX_COORDS, const int mask, const int at_e) {
   SWEEP_UNROLL
   for (int t = 0; t < 2; ++t) {
     int b, cc;
@@ -270,30 +299,31 @@ SWEEP_HD void SWEEP_FN(mx_adj_psi)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep
     if (!s || !(mask & (1 << b))) continue;
     SWEEP_R *m = e->m[at_e ? MX_HF(cc) : MX_EF(cc)][b] + q;
     const SWEEP_R *B = at_e ? e->pb[b] : e->pbh[b];
-    *m = B[c[b]] * (*m + SWEEP_FN(mx_gbar)(e, q, a, s, at_e));
+    *m = B[MX_C(b)] * (*m + SWEEP_FN(mx_gbar)(e, q, a, s, at_e));
   }
 }
 
 /* Adjoint of phase E at cell q (H components). */
-SWEEP_HD void SWEEP_FN(mx_adj_e)(const SWEEP_FN(maxwell_ctx) * e, sweep_int q, const sweep_int *c,
+SWEEP_HD void SWEEP_FN(mx_adj_e)(const SWEEP_FN(maxwell_ctx) * e, sweep_int q, MX_COORDS,
                                  const int mask, const int nh) {
   SWEEP_UNROLL
   for (int a = 0; a < 3; ++a) {
     if (!MX_HAS_H(a)) continue;
-    SWEEP_FN(mx_adj_psi)(e, a, q, c, mask, 0);
-    e->f[MX_HF(a)][q] += SWEEP_FN(mx_gather)(e, a, q, c, mask, nh, 0, 0);
+    SWEEP_FN(mx_adj_psi)(e, a, q, cz, cy, cx, mask, 0);
+    e->f[MX_HF(a)][q] += SWEEP_FN(mx_gather)(e, a, q, cz, cy, cx, mask, nh, 0, 0);
   }
 }
 
 /* Adjoint of phase H at cell q (E components, and every gradient); st (or
- * NULL): the snapshot of the step at this cell, value v at st[v * vs]. */
-SWEEP_HD void SWEEP_FN(mx_adj_h)(const SWEEP_FN(maxwell_ctx) * e, sweep_int q, const sweep_int *c,
+ * NULL): the snapshot of the step at this cell, value v at st[v * vs] (then
+ * every coefficient's gradient is allocated: a model gradient has them
+ * all). */
+SWEEP_HD void SWEEP_FN(mx_adj_h)(const SWEEP_FN(maxwell_ctx) * e, sweep_int q, MX_COORDS,
                                  const int mask, const int nh, const SWEEP_R *st, sweep_int vs) {
   if (st) {
     SWEEP_UNROLL
     for (int a = 0; a < 3; ++a) {
-      if (MX_HAS_H(a) && e->g[MX_CH(a)])
-        e->g[MX_CH(a)][q] -= e->f[MX_HF(a)][q] * st[MX_SH(a) * vs];
+      if (MX_HAS_H(a)) e->g[MX_CH(a)][q] -= e->f[MX_HF(a)][q] * st[MX_SH(a) * vs];
       if (!MX_HAS_E(a)) continue;
       const SWEEP_R lam = e->f[MX_EF(a)][q];
       e->g[MX_CA(a)][q] = SWEEP_FMA(lam, st[MX_SE(a) * vs], e->g[MX_CA(a)][q]);
@@ -303,8 +333,8 @@ SWEEP_HD void SWEEP_FN(mx_adj_h)(const SWEEP_FN(maxwell_ctx) * e, sweep_int q, c
   SWEEP_UNROLL
   for (int a = 0; a < 3; ++a) {
     if (!MX_HAS_E(a)) continue;
-    SWEEP_FN(mx_adj_psi)(e, a, q, c, mask, 1);
-    const SWEEP_R g = SWEEP_FN(mx_gather)(e, a, q, c, mask, nh, 1, 0);
+    SWEEP_FN(mx_adj_psi)(e, a, q, cz, cy, cx, mask, 1);
+    const SWEEP_R g = SWEEP_FN(mx_gather)(e, a, q, cz, cy, cx, mask, nh, 1, 0);
     e->f[MX_EF(a)][q] = SWEEP_FMA(e->c[MX_CA(a)][q], e->f[MX_EF(a)][q], g);
   }
 }
@@ -324,6 +354,6 @@ SWEEP_HD void SWEEP_FN(mx_halo_cell)(const sweep_acoustic_params *p,
                ((p->free_lo[d] && c[d] < h) || (p->free_hi[d] && c[d] >= p->shape[d] - h));
     if (!ghost) continue;
     SWEEP_R *u = e->f[is_e ? MX_EF(a) : MX_HF(a)];
-    u[q] += SWEEP_FN(mx_gather)(e, a, q, c, 7, e->nh, is_e, 1);
+    u[q] += SWEEP_FN(mx_gather)(e, a, q, c[0], c[1], c[2], 7, -1, is_e, 1);
   }
 }

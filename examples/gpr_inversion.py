@@ -14,7 +14,7 @@ the antennas are kept at their starting values.  The figure shows the
 observed radargram, the last residual, the misfit and the true, starting and
 recovered ``epsilon`` and ``sigma``.
 
-    python examples/gpr_inversion.py          # writes gpr_inversion.png (~10 s on 2 cores)
+    python examples/gpr_inversion.py          # writes gpr_inversion.png (~8 s on 2 cores)
     python examples/gpr_inversion.py --quick  # a few iterations, smaller (smoke test)
 """
 

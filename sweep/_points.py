@@ -149,6 +149,13 @@ def node_terms(
     """
     rows = []
     strides = geom.strides
+    held: dict[tuple[str, int], np.ndarray] = {}  # valid() once per field and axis, not per point
+
+    def holds(name: str, d: int, i: int) -> bool:
+        if (name, d) not in held:
+            held[name, d] = valid(name, d)
+        return bool(held[name, d][i])
+
     for shot in range(loc.shape[0]):
         for col, kind in enumerate(kinds):
             node = [int(loc[shot, col, d]) + geom.lo(d) for d in range(geom.ndim)]
@@ -157,7 +164,7 @@ def node_terms(
                 cells = []
                 for off in itertools.product(*offsets):
                     idx = [node[d] + off[d] for d in range(geom.ndim)]
-                    if all(valid(name, d)[idx[d]] for d in range(geom.ndim)):
+                    if all(holds(name, d, idx[d]) for d in range(geom.ndim)):
                         cells.append(sum(i * s for i, s in zip(idx, strides, strict=True)))
                 for cell in cells:
                     rows.append((shot, col, name, cell, w / len(cells)))

@@ -1,8 +1,9 @@
 /*
  * Maxwell's equations' plug-in to the CPU time loops: two phases per step
- * (H then E; cpu_phased.h through cpu_skeleton.h), scalar rows over the
- * point arithmetic of cuda/maxwell_stencil.h, one never-inlined function per
- * CPML mask for each of the four row kinds, and the points and the images
+ * (H then E; cpu_phased.h through cpu_skeleton.h), `omp simd` rows over the
+ * point arithmetic of cuda/maxwell_stencil.h (GCC vectorises every row), one
+ * never-inlined function per CPML mask for each of the four row kinds (see
+ * MX_FN_), and the points and the images
  * behind perfect conductors of each phase.  The order is a run-time value:
  * the unit of (ndim, dtype) defines the entry points of every order.  The
  * arrays come in the record of the staggered systems, sweep_elastic_fields
@@ -27,6 +28,9 @@
 
 typedef SWEEP_FN(maxwell_ctx) SWEEP_FN(mx_ctx_t);
 
+/* Cells per vector of the rows (64-byte vectors with AVX-512). */
+#define MX_VL (64 / (sweep_int)sizeof(SWEEP_R))
+
 /* The pointers of a call and of a shot: mx_ctx, mx_shot (maxwell_stencil.h). */
 
 /* ---- Rows: cells [x0, x1) of row base = (z, y), one function per mask ---- */
@@ -38,94 +42,116 @@ typedef SWEEP_FN(maxwell_ctx) SWEEP_FN(mx_ctx_t);
 
 /* The cells of one row kind: 0/1 forward H/E (snapshot values to wrow + x,
  * pitch apart, when wrow is not NULL), 2/3 the adjoints of E/H (st: the
- * row's snapshot, or NULL). */
+ * row's snapshot, or NULL); taps of (nh, e->nh) as STAG_TAPS. */
 static inline __attribute__((always_inline)) void SWEEP_FN(mx_cells)(MX_ROW_PARAMS,
                                                                      const int kind,
                                                                      const int mask,
                                                                      const int nh) {
   const sweep_int pitch = e->n[2];
-#define MX_LOOP_(call)                                   \
-  _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) { \
-    const sweep_int c[3] = {z, y, x};                     \
-    call;                                                 \
-  }
+  /* A private copy of the context and of the weights: the rows' stores
+   * cannot alias them, so the loops keep the weights and 1 / dx in vector
+   * registers (read through e, each cell reloaded and broadcast them). */
+  SWEEP_FN(mx_ctx_t) l = *e;
+  SWEEP_R w[STAG_MAX_H];
+  for (int k = 0; k < STAG_MAX_H; ++k) w[k] = k < e->nh ? e->ws[k] : 0;
+  l.ws = w;
+#define MX_LOOP_(call) \
+  _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) { call; }
   if (kind == 0) {
-    if (wrow) MX_LOOP_(SWEEP_FN(mx_fwd_h)(e, base + x, c, mask, nh, wrow + x, pitch))
-    else MX_LOOP_(SWEEP_FN(mx_fwd_h)(e, base + x, c, mask, nh, NULL, pitch))
+    if (wrow) MX_LOOP_(SWEEP_FN(mx_fwd_h)(&l, base + x, z, y, x, mask, nh, wrow + x, pitch))
+    else MX_LOOP_(SWEEP_FN(mx_fwd_h)(&l, base + x, z, y, x, mask, nh, NULL, pitch))
   } else if (kind == 1) {
-    if (wrow) MX_LOOP_(SWEEP_FN(mx_fwd_e)(e, base + x, c, mask, nh, wrow + x, pitch))
-    else MX_LOOP_(SWEEP_FN(mx_fwd_e)(e, base + x, c, mask, nh, NULL, pitch))
+    if (wrow) MX_LOOP_(SWEEP_FN(mx_fwd_e)(&l, base + x, z, y, x, mask, nh, wrow + x, pitch))
+    else MX_LOOP_(SWEEP_FN(mx_fwd_e)(&l, base + x, z, y, x, mask, nh, NULL, pitch))
   } else if (kind == 2) {
-    MX_LOOP_(SWEEP_FN(mx_adj_e)(e, base + x, c, mask, nh))
+    MX_LOOP_(SWEEP_FN(mx_adj_e)(&l, base + x, z, y, x, mask, nh))
   } else {
-    if (st) MX_LOOP_(SWEEP_FN(mx_adj_h)(e, base + x, c, mask, nh, st + x, vs))
-    else MX_LOOP_(SWEEP_FN(mx_adj_h)(e, base + x, c, mask, nh, NULL, vs))
+    if (st) MX_LOOP_(SWEEP_FN(mx_adj_h)(&l, base + x, z, y, x, mask, nh, st + x, vs))
+    else MX_LOOP_(SWEEP_FN(mx_adj_h)(&l, base + x, z, y, x, mask, nh, NULL, vs))
   }
 #undef MX_LOOP_
 }
 
-/* The rows of every kind.  With the CPML (mask != 0) one function per kind
- * for every mask (a run-time argument) and the order the run-time e->nh:
- * per-mask copies of the forward's cost build time and measured no gain
- * (3D 100^3, order 4: 13.1 against 12.6 ns per cell-step).  The forward's
- * plain rows, where its time goes, one function per order (nh a literal:
- * the taps unroll and vectorise; TM2D order 4: 1.1 instead of 3.0 ns per
- * cell-step), in 3D for the default order 4 only; the adjoint's plain rows
- * take the run-time order too.  That keeps the four units' build time
- * within the wheel's budget (sweep_cy/meson.build). */
-#define MX_KIND(kind)                                                                        \
-  static inline __attribute__((always_inline)) void SWEEP_FN(mx_k##kind##_any)(MX_ROW_PARAMS, \
-                                                                              const int mask) { \
-    SWEEP_FN(mx_cells)(MX_ROW_ARGS, kind, mask, e->nh);                                      \
-  }                                                                                          \
-  SWEEP_DEFINE_ANY_MASK(mx_k##kind##_row, mx_k##kind##_any, (MX_ROW_PARAMS), (MX_ROW_ARGS))
-#define MX_PLAIN_(kind, nh)                                                              \
-  static __attribute__((noinline)) void SWEEP_FN(mx_k##kind##_plain##nh)(MX_ROW_PARAMS) { \
-    SWEEP_FN(mx_cells)(MX_ROW_ARGS, kind, 0, nh);                                        \
+/* The rows of every kind, vectorised, one never-inlined function per kind
+ * and mask (MX_FN_).  The C-PML rows take STAG_MAX_H taps of the run-time
+ * order (nh 0).  Their masks: in 2D each its own (2, 4, 6); in 3D masks 1
+ * to 4 (the z and y strips' full rows, the x strips' segments of the other
+ * rows) each its own, and the x-strip segments of the z and y strips (5 to
+ * 7: 31 % of the x-strip segments at 100^3, CPML 10) the function of mask
+ * 7, which stretches the derivatives along every axis: the profiles are
+ * zero outside the C-PML of their axis (sweep._grid.cpml_profile), so a
+ * stretch there adds exact zeros (psi = 0 psi + 0 D) and its memory
+ * variable stays zero.  Mask 7 for every x-strip segment cost the 3D forward
+ * much (the other axes' memory variables, 16 cells of each per row, missed
+ * the caches); per-mask functions of masks 5 and 6 too cost compile time.
+ * The plain rows (mask 0), where the time goes: one function per kind for
+ * order 4 (nh 2, the default; its taps a literal) and one of STAG_MAX_H
+ * taps for the others; in 2D the forward's orders 2 and 6 as literals too
+ * (no zero-weight taps). */
+#define MX_FN_(kind, m, nh)                                                                   \
+  static __attribute__((noinline)) void SWEEP_FN(mx_k##kind##_m##m##_##nh)(MX_ROW_PARAMS) { \
+    SWEEP_FN(mx_cells)(MX_ROW_ARGS, kind, m, nh);                                           \
   }
 #if SWEEP_NDIM == 2
-#define MX_PLAIN_ORDERS_(kind) \
-  MX_PLAIN_(kind, 1) MX_PLAIN_(kind, 2) MX_PLAIN_(kind, 3) MX_PLAIN_(kind, 4)
+#define MX_KIND(kind) \
+  MX_FN_(kind, 0, 2) MX_FN_(kind, 0, 0) MX_FN_(kind, 2, 0) MX_FN_(kind, 4, 0) MX_FN_(kind, 6, 0)
+#define MX_FN_MASK_(m) (m)
 #else
-#define MX_PLAIN_ORDERS_(kind) MX_PLAIN_(kind, 2)
+#define MX_KIND(kind)                                                                   \
+  MX_FN_(kind, 0, 2) MX_FN_(kind, 0, 0) MX_FN_(kind, 1, 0) MX_FN_(kind, 2, 0) MX_FN_(kind, 3, 0) \
+  MX_FN_(kind, 4, 0) MX_FN_(kind, 7, 0)
+#define MX_FN_MASK_(m) ((m) > 4 ? 7 : (m))
 #endif
 MX_KIND(0)
 MX_KIND(1)
 MX_KIND(2)
 MX_KIND(3)
-MX_PLAIN_ORDERS_(0)
-MX_PLAIN_ORDERS_(1)
-#undef MX_KIND
-#undef MX_PLAIN_
-#undef MX_PLAIN_ORDERS_
-
-/* Cells [x0, x1) of a forward kind's row with mask m (a literal), and of an
- * adjoint kind's. */
-#define MX_UNWRAP_(...) __VA_ARGS__
 #if SWEEP_NDIM == 2
-#define MX_CALL_FWD_(kind, m, args)                            \
+MX_FN_(0, 0, 1) MX_FN_(0, 0, 3) MX_FN_(1, 0, 1) MX_FN_(1, 0, 3)
+#define MX_FWD_LITERAL_(kind, args)          \
+  if (e->nh == 1) {                          \
+    SWEEP_FN(mx_k##kind##_m0_1) args;        \
+  } else if (e->nh == 3) {                   \
+    SWEEP_FN(mx_k##kind##_m0_3) args;        \
+  } else
+#else
+#define MX_FWD_LITERAL_(kind, args)
+#endif
+/* The plain rows' literal orders besides 4 (nh 2), by kind. */
+#define MX_LITERAL_0(args) MX_FWD_LITERAL_(0, args)
+#define MX_LITERAL_1(args) MX_FWD_LITERAL_(1, args)
+#define MX_LITERAL_2(args)
+#define MX_LITERAL_3(args)
+#undef MX_KIND
+#undef MX_FN_
+
+/* Cells [x0, x1) of kind's row with mask m (a literal: the switch folds). */
+#define MX_CALL_(kind, m, args)                                \
   do {                                                         \
-    if ((m) == 0) {                                            \
-      switch (e->nh) {                                         \
-        case 1: SWEEP_FN(mx_k##kind##_plain1) args; break;     \
-        case 2: SWEEP_FN(mx_k##kind##_plain2) args; break;     \
-        case 3: SWEEP_FN(mx_k##kind##_plain3) args; break;     \
-        default: SWEEP_FN(mx_k##kind##_plain4) args; break;    \
-      }                                                        \
-    } else {                                                   \
-      SWEEP_FN(mx_k##kind##_row)(MX_UNWRAP_ args, m);          \
+    switch (MX_FN_MASK_(m)) {                                  \
+      case 0:                                                  \
+        if (e->nh == 2) {                                      \
+          SWEEP_FN(mx_k##kind##_m0_2) args;                    \
+        } else MX_LITERAL_##kind(args) {                       \
+          SWEEP_FN(mx_k##kind##_m0_0) args;                    \
+        }                                                      \
+        break;                                                 \
+      MX_CASES_(kind, args)                                    \
     }                                                          \
   } while (0)
-#else /* 3D: the default order 4 only */
-#define MX_CALL_FWD_(kind, m, args)                            \
-  do {                                                         \
-    if ((m) == 0 && e->nh == 2)                                \
-      SWEEP_FN(mx_k##kind##_plain2) args;                      \
-    else                                                       \
-      SWEEP_FN(mx_k##kind##_row)(MX_UNWRAP_ args, m);          \
-  } while (0)
+#if SWEEP_NDIM == 2
+#define MX_CASES_(kind, args)                                             \
+  case 2: SWEEP_FN(mx_k##kind##_m2_0) args; break;                        \
+  case 4: SWEEP_FN(mx_k##kind##_m4_0) args; break;                        \
+  default: SWEEP_FN(mx_k##kind##_m6_0) args; break;
+#else
+#define MX_CASES_(kind, args)                                             \
+  case 1: SWEEP_FN(mx_k##kind##_m1_0) args; break;                        \
+  case 2: SWEEP_FN(mx_k##kind##_m2_0) args; break;                        \
+  case 3: SWEEP_FN(mx_k##kind##_m3_0) args; break;                        \
+  case 4: SWEEP_FN(mx_k##kind##_m4_0) args; break;                        \
+  default: SWEEP_FN(mx_k##kind##_m7_0) args; break;
 #endif
-#define MX_CALL_ADJ_(kind, m, args) SWEEP_FN(mx_k##kind##_row)(MX_UNWRAP_ args, m)
 
 /* Row (z, y) of one shot in one row kind (see mx_cells). */
 static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
@@ -135,18 +161,30 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
   const SWEEP_R *sx = st ? st - p->store_lo[2] : NULL;
   const int outer = SWEEP_FN(row_mask)(p, z, y);
+  /* The x-CPML segments rounded up to whole vectors (of MX_VL cells): their
+   * scalar remainders, with all their pointers, cost as much as the vectors
+   * (TM2D order 4: the x strips took 30 % of the forward's samples for 8 %
+   * of its cells).  The cells they take from the plain middle get the
+   * C-PML form with zero profiles: the same values. */
+  sweep_int x_lo = p->plain_lo[2], x_hi = p->plain_hi[2];
+  if (x_lo > h) x_lo = h + (x_lo - h + MX_VL - 1) / MX_VL * MX_VL;
+  if (x_hi < x_end) x_hi = x_end - (x_end - x_hi + MX_VL - 1) / MX_VL * MX_VL;
+  if (x_lo > x_hi) x_lo = p->plain_lo[2], x_hi = p->plain_hi[2]; /* a narrow model */
 #define MX_ROW(x0, x1, m)                                            \
   if ((x0) < (x1)) {                                                 \
     if (kind == 0)                                                   \
-      MX_CALL_FWD_(0, m, (e, wr, sx, vs, base, z, y, x0, x1));       \
+      MX_CALL_(0, m, (e, wr, sx, vs, base, z, y, x0, x1));           \
     else if (kind == 1)                                              \
-      MX_CALL_FWD_(1, m, (e, wr, sx, vs, base, z, y, x0, x1));       \
+      MX_CALL_(1, m, (e, wr, sx, vs, base, z, y, x0, x1));           \
     else if (kind == 2)                                              \
-      MX_CALL_ADJ_(2, m, (e, wr, sx, vs, base, z, y, x0, x1));       \
+      MX_CALL_(2, m, (e, wr, sx, vs, base, z, y, x0, x1));           \
     else                                                             \
-      MX_CALL_ADJ_(3, m, (e, wr, sx, vs, base, z, y, x0, x1));       \
+      MX_CALL_(3, m, (e, wr, sx, vs, base, z, y, x0, x1));           \
   }
-#define MX_SEGMENTS(m) SWEEP_ROW_IN_ORDER(MX_ROW, m, (void)0)
+#define MX_SEGMENTS(m)      \
+  MX_ROW(h, x_lo, (m) | 4);   \
+  MX_ROW(x_lo, x_hi, m);      \
+  MX_ROW(x_hi, x_end, (m) | 4)
   SWEEP_MASK_SWITCH(outer, MX_SEGMENTS)
 #undef MX_ROW
 #undef MX_SEGMENTS

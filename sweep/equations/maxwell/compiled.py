@@ -32,7 +32,7 @@ import numpy as np
 from ..._compiled import CompiledStepper, _Fields
 from ..._grid import Geometry
 from ..._stepper import ForwardState
-from ..._xp import to_host
+from ..._xp import take_transpose, to_host
 from ..elastic.compiled import CompiledElastic
 from . import components as comp
 from .eager import EPS0, MU0, EagerMaxwell
@@ -264,12 +264,6 @@ def coefficient_arrays(eager: EagerMaxwell, epsilon: Any, sigma: Any, mu: Any) -
     return out
 
 
-def _take_adjoint(g: Any, index: np.ndarray, n: int, axis: int) -> Any:
-    """Transpose of ``take(m, index, axis)`` (``m`` of length ``n`` there) applied to ``g``."""
-    onehot = (np.asarray(index)[:, None] == np.arange(n)[None, :]).astype(g.dtype)
-    return np.moveaxis(np.tensordot(g, onehot, axes=([axis], [0])), -1, axis)
-
-
 def model_gradients(
     engine: CompiledMaxwell, g_coef: tuple[Any, ...], epsilon: Any, sigma: Any, mu: Any
 ) -> dict[str, Any]:
@@ -297,7 +291,7 @@ def model_gradients(
 
     def mean_adjoint(x: Any, axes: frozenset[int]) -> Any:
         for d in sorted(axes, reverse=True):
-            x = 0.5 * (x + _take_adjoint(x, nxt[d], x.shape[d], d))
+            x = 0.5 * (x + take_transpose(np, x, nxt[d], x.shape[d], d))
         return x
 
     slots = coefficient_slots(nd)
@@ -321,6 +315,6 @@ def model_gradients(
     out = {}
     for key, x, m in zip(("epsilon", "sigma", "mu"), acc, (epsilon, sigma, mu), strict=True):
         for d in range(nd):
-            x = _take_adjoint(x, maps[d], np.asarray(m).shape[d], d)
+            x = take_transpose(np, x, maps[d], np.asarray(m).shape[d], d)
         out[key] = x.astype(engine.dtype)
     return out
