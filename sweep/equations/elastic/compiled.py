@@ -236,17 +236,24 @@ class CompiledElastic(CompiledStepper):
         return [self.copy_field(self.kernel_input(np.asarray(x), name="coefficients"), 40 + k)
                 for k, x in enumerate(arrays)]  # fmt: skip
 
-    def state_dict(self, state: ElasticState, like: Any, memory: bool = True) -> dict[str, Any]:
-        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library."""
+    def state_dict(
+        self, state: ElasticState, like: Any, memory: bool = True, copy: bool = True
+    ) -> dict[str, Any]:
+        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library.
+
+        ``copy=False``: the state's own arrays (a state that nothing steps any
+        more: the result of a forward without gradient).
+        """
         from ..._xp import from_kernel_array
 
         nd = self.geom.ndim
         xp = self.xp
-        out = {name: from_kernel_array(xp.array(x), like)
+        own = xp.array if copy else (lambda x: x)
+        out = {name: from_kernel_array(own(x), like)
                for name, x in zip(kinds.fields(nd), state.fields, strict=True)}  # fmt: skip
         if memory:
             for key, k, ax in memory_slots(nd):
-                out[key] = from_kernel_array(xp.array(state.psi[(k, ax)]), like)
+                out[key] = from_kernel_array(own(state.psi[(k, ax)]), like)
         return out
 
     def finish_gradient(self, adj: ElasticAdjoint, coeffs: Any) -> tuple[Any, ...]:

@@ -201,15 +201,21 @@ class CompiledMaxwell(CompiledElastic):
         return {k: self.copy_field(self.kernel_input(np.asarray(x), name="coefficients"), 20 + k)
                 for k, x in arrays.items()}  # fmt: skip
 
-    def state_dict(self, state: MaxwellState, like: Any, memory: bool = True) -> dict[str, Any]:  # type: ignore[override]
-        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library."""
+    def state_dict(  # type: ignore[override]
+        self, state: MaxwellState, like: Any, memory: bool = True, copy: bool = True
+    ) -> dict[str, Any]:
+        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library.
+
+        ``copy=False``: the state's own arrays (see the elastic engine's).
+        """
         from ..._xp import from_kernel_array
 
         xp = self.xp
-        out = {name: from_kernel_array(xp.array(x), like) for name, x in state.fields.items()}
+        own = xp.array if copy else (lambda x: x)
+        out = {name: from_kernel_array(own(x), like) for name, x in state.fields.items()}
         if memory:
             for key, k, ax in memory_slots(self.geom.ndim):
-                out[key] = from_kernel_array(xp.array(state.psi[(k, ax)]), like)
+                out[key] = from_kernel_array(own(state.psi[(k, ax)]), like)
         return out
 
     def finish_gradient(self, adj: MaxwellAdjoint, coeffs: Any) -> tuple[Any, ...]:  # type: ignore[override]
