@@ -88,21 +88,23 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
   }
 }
 
-/* The C-PML rows that run vectorised (taps nh == 0 of EL_TAPS): in 2D the
- * full rows of the z strips.  The x strips' segments, short, and every 3D
- * C-PML row keep the scalar loop of run-time length (nh < 0), whose code is
- * small.  Vectorised too, the 3D unit took 21 s of CPU to compile instead of
- * 9 s (GCC 12, niced on the loaded machine), and the 2D x strips gained
- * nothing measurable (2D order 4 forward, nt 300: 0.27-0.29 s either way). */
-#define EL_VEC_MASK(mask) (SWEEP_NDIM == 2 && !((mask) & 4))
+/* Every C-PML row runs vectorised (the taps a loop of constant length,
+ * nh == 0 of STAG_TAPS).  In 3D the rows of the z and the y strips share one
+ * function, mask 3 (both axes' C-PML terms; the profiles a = b = 0 off an
+ * axis's strips make its terms exact zeros there, as on the model cells next
+ * to a strip): three vector functions per kind (masks 3, 4, 7) instead of
+ * seven, which kept the 3D unit's compile time at ~2x the scalar C-PML rows'
+ * (vectorised per mask, 2.7x).  Scalar, the 3D C-PML rows held 60 % of the
+ * 3D forward's kernel samples. */
+#define EL_OUTER (SWEEP_NDIM == 3 ? 3 : 2)
 
 /* The rows of every kind: with the CPML (mask != 0) the order is the
- * run-time e->nh (EL_VEC_MASK), one function per mask; the plain rows, where the time
+ * run-time e->nh, one function per mask; the plain rows, where the time
  * goes, one function per order (nh a literal: the taps unroll). */
 #define EL_KIND(kind)                                                                        \
   static inline __attribute__((always_inline)) void SWEEP_FN(el_##kind##_any)(EL_ROW_PARAMS, \
                                                                              const int mask) { \
-    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, EL_VEC_MASK(mask) ? 0 : -1);              \
+    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, 0);                                        \
   }                                                                                          \
   SWEEP_DEFINE_BY_MASK(el_##kind##_row, el_##kind##_any, (EL_ROW_PARAMS), (EL_ROW_ARGS))      \
   EL_PLAIN_(kind, 1) EL_PLAIN_(kind, 2) EL_PLAIN_(kind, 3) EL_PLAIN_(kind, 4)
@@ -132,6 +134,18 @@ EL_KIND(adj_b)
     }                                                          \
   } while (0)
 
+/* Prefetches the x memory variables that a row's kind reads on cells
+ * [x0, x1) of row base: those of the stresses (forward V), of the velocities
+ * (forward S) or both (adjoint). */
+static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_psi)(
+    const SWEEP_FN(el_ctx_t) * e, int kind, sweep_int base, sweep_int x0, sweep_int x1) {
+  SWEEP_UNROLL
+  for (int F = 0; F < EL_NF; ++F) {
+    if ((kind == 0 && F < EL_ND) || (kind == 1 && F >= EL_ND) || !e->m[F][2]) continue;
+    SWEEP_FN(prefetch_cells)(e->m[F][2] + base, x0, x1);
+  }
+}
+
 /* Row (z, y) of one shot in one phase: kind 0/1 forward V/S (wr: the row's
  * snapshot values, or NULL), 2/3 adjoint A/B (st: the row's snapshot from
  * its first stored cell, or NULL; vs: its value stride). */
@@ -153,8 +167,36 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
     else                                                                                    \
       EL_CALL_(adj_b, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
   }
-#define EL_SEGMENTS(m) SWEEP_ROW_IN_ORDER(EL_ROW, m, (void)0)
-  SWEEP_MASK_SWITCH(outer, EL_SEGMENTS)
+  /* The x segments in memory order (x-CPML, plain, x-CPML).  Vectorised,
+   * the x-CPML segments widen to whole vectors (a cache line of cells) into
+   * the plain middle, where the profiles a = b = 0 make the C-PML form give
+   * the plain values exactly (as it does on the model cells a segment already
+   * holds): a 22-cell segment (CPML 20, order 4) ran 16 cells as a vector and
+   * 6 scalar, which cost more than the vector (2D forward, perf). */
+  const sweep_int lane = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
+  sweep_int xl = p->plain_lo[2], xh = p->plain_hi[2];
+  if (xl > h) xl = h + (xl - h + lane - 1) / lane * lane;
+  if (xl > xh) xl = xh;
+  if (xh < x_end) xh = x_end - (x_end - xh + lane - 1) / lane * lane;
+  if (xh < xl) xh = xl;
+  /* The x-CPML segments' memory variables are a few cache lines per row
+   * that the hardware prefetcher, following the plain middle's streams,
+   * leaves to miss (one load held ~20 % of the 2D forward's x-segment
+   * samples): this row's high segment and the next row's low one are
+   * fetched before the middle. */
+#define EL_SEGMENTS(m)                                                       \
+  EL_ROW(h, xl, (m) | 4);                                                    \
+  if (xl < xh) {                                                             \
+    SWEEP_FN(el_prefetch_psi)(e, kind, base, xh, x_end);                     \
+    SWEEP_FN(el_prefetch_psi)(e, kind, base + p->stride[1], h, xl);          \
+  }                                                                          \
+  EL_ROW(xl, xh, m);                                                         \
+  EL_ROW(xh, x_end, (m) | 4)
+  if (outer) {
+    EL_SEGMENTS(EL_OUTER);
+  } else {
+    EL_SEGMENTS(0);
+  }
 #undef EL_ROW
 #undef EL_SEGMENTS
 }

@@ -241,18 +241,20 @@ class CompiledElastic(CompiledStepper):
     ) -> dict[str, Any]:
         """Return the padded fields (and memory variables) of ``state`` in ``like``'s library.
 
-        ``copy=False`` returns views of the kernels' buffers (callbacks: an
-        in-place edit changes the propagation).
+        ``copy=False``: the state's own arrays, views of the kernels' buffers
+        (callbacks: an in-place edit changes the propagation; the result of a
+        forward without gradient: nothing steps that state any more).
         """
         from ..._xp import from_kernel_array
 
         nd = self.geom.ndim
-        out = {name: from_kernel_array(self.xp.array(x) if copy else x, like)
+        xp = self.xp
+        own = xp.array if copy else (lambda x: x)
+        out = {name: from_kernel_array(own(x), like)
                for name, x in zip(kinds.fields(nd), state.fields, strict=True)}  # fmt: skip
         if memory:
             for key, k, ax in memory_slots(nd):
-                x = state.psi[(k, ax)]
-                out[key] = from_kernel_array(self.xp.array(x) if copy else x, like)
+                out[key] = from_kernel_array(own(state.psi[(k, ax)]), like)
         return out
 
     def finish_gradient(self, adj: ElasticAdjoint, coeffs: Any) -> tuple[Any, ...]:

@@ -206,18 +206,16 @@ class CompiledMaxwell(CompiledElastic):
     ) -> dict[str, Any]:
         """Return the padded fields (and memory variables) of ``state`` in ``like``'s library.
 
-        ``copy=False`` returns views of the kernels' buffers (callbacks: an
-        in-place edit changes the propagation).
+        ``copy=False``: the state's own arrays (see the elastic engine's).
         """
         from ..._xp import from_kernel_array
 
-        def out_of(x: Any) -> Any:
-            return from_kernel_array(self.xp.array(x) if copy else x, like)
-
-        out = {name: out_of(x) for name, x in state.fields.items()}
+        xp = self.xp
+        own = xp.array if copy else (lambda x: x)
+        out = {name: from_kernel_array(own(x), like) for name, x in state.fields.items()}
         if memory:
             for key, k, ax in memory_slots(self.geom.ndim):
-                out[key] = out_of(state.psi[(k, ax)])
+                out[key] = from_kernel_array(own(state.psi[(k, ax)]), like)
         return out
 
     def finish_gradient(self, adj: MaxwellAdjoint, coeffs: Any) -> tuple[Any, ...]:  # type: ignore[override]
