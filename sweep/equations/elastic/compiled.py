@@ -24,7 +24,7 @@ step by step from the final state, reading the fields of the ring (the
 cells with C-PML terms within a halo of them) from a replay of the CPML
 forward, which in turn reads the band (the plain cells within a halo of the
 CPML's) saved every step (see :class:`CompiledElastic` and
-``sweep_cy/cpu_phased.h``).
+``sweep_cy/cpu_phased.h``, ``cuda/staggered_cuda.h``).
 """
 
 from __future__ import annotations
@@ -145,6 +145,7 @@ class CompiledElastic(CompiledStepper):
     """
 
     name = "elastic"
+    reversible = True
     replay_sources = True  # sources may sit in the band or the model cells with C-PML terms
     # Snapshots one reconstruction call writes at most: steps and bytes (a few
     # steps amortise the call; more only add memory).
@@ -216,11 +217,6 @@ class CompiledElastic(CompiledStepper):
         return total
 
     # -- boundary saving -------------------------------------------------------------
-    @property
-    def reversible(self) -> bool:  # type: ignore[override]
-        """Boundary saving applies: on the host (the CUDA kernels have no replay yet)."""
-        return self.xp is np
-
     @functools.cached_property
     def _bs_cells(self) -> dict[str, np.ndarray]:
         """The cells of boundary saving, flat indices of a shot in the kernels' layout.
@@ -327,6 +323,7 @@ class CompiledElastic(CompiledStepper):
         if replay_w is not None:
             f.set("replay_w", replay_w)
             f.set("outer_row", c["outer_row"])
+            f.set("outer_idx", c["outer_idx"])  # the CUDA reconstruction's
         if replay_u is not None:
             f.set("replay_u", replay_u)
             f.set("ring_idx", c["ring"])
@@ -338,6 +335,7 @@ class CompiledElastic(CompiledStepper):
             "band": self.kernel_input(cells["band"], dtype=np.int64, name="band indices"),
             "ring": self.kernel_input(cells["ring"], dtype=np.int64, name="ring indices"),
             "outer_row": self.kernel_input(g.outer_row, dtype=np.int64, name="outer rows"),
+            "outer_idx": self.kernel_input(g.outer_idx, dtype=np.int64, name="outer cells"),
         }
 
     def _params(self, store_every: int, band: bool) -> np.ndarray:
