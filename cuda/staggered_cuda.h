@@ -38,42 +38,47 @@
  *   STAG_HALO(p, e, q, c, set)     the adjoint's gather at image cell q of set
  */
 
+/* The thread's cell: its shot, coordinates, index and the shot's context. */
+__device__ __forceinline__ bool stag_point(const sweep_acoustic_params &p,
+                                           const sweep_elastic_fields &f, sweep_int *shot,
+                                           sweep_int c[3], sweep_int *i, STAG_CTX *e) {
+  if (!sweep_thread_point(p, shot, c)) return false;
+  *i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
+  STAG_CTX base;
+  STAG_CTX_INIT(&p, &f, &base);
+  *e = STAG_SHOT(&base, *shot * p.shot_stride);
+  return true;
+}
+
+/* Where cell c of shot keeps its snapshot values in slot (null: none stored). */
+__device__ __forceinline__ R *stag_snapshot(const sweep_acoustic_params &p,
+                                            const sweep_elastic_fields &f, sweep_int slot,
+                                            sweep_int shot, const sweep_int c[3]) {
+  if (!f.store || slot < 0) return (R *)0;
+  const sweep_int m = sweep_store_index(p, c);
+  if (m < 0) return (R *)0;
+  const sweep_int vs = p.n_shots * sweep_store_cells(p);
+  return (R *)f.store + slot * STAG_SNAP_VALUES * vs + shot * sweep_store_cells(p) + m;
+}
+
 __device__ __forceinline__ void stag_forward(const sweep_acoustic_params &p,
                                              const sweep_elastic_fields &f, sweep_int slot,
                                              int phase) {
-  sweep_int shot, c[3];
-  if (!sweep_thread_point(p, &shot, c)) return;
-  const sweep_int i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
-  STAG_CTX base;
-  STAG_CTX_INIT(&p, &f, &base);
-  const STAG_CTX e = STAG_SHOT(&base, shot * p.shot_stride);
-  const sweep_int vs = p.n_shots * sweep_store_cells(p);
-  R *W = (R *)0;
-  if (f.store && slot >= 0) {
-    const sweep_int m = sweep_store_index(p, c);
-    if (m >= 0)
-      W = (R *)f.store + slot * STAG_SNAP_VALUES * vs + shot * sweep_store_cells(p) + m;
-  }
-  STAG_FWD(&e, i, c, sweep_pml_mask(p, c), phase, W, vs);
+  sweep_int shot, c[3], i;
+  STAG_CTX e;
+  if (!stag_point(p, f, &shot, c, &i, &e)) return;
+  STAG_FWD(&e, i, c, sweep_pml_mask(p, c), phase, stag_snapshot(p, f, slot, shot, c),
+           p.n_shots * sweep_store_cells(p));
 }
 
 __device__ __forceinline__ void stag_adjoint(const sweep_acoustic_params &p,
                                              const sweep_elastic_fields &f, sweep_int slot,
                                              int phase) {
-  sweep_int shot, c[3];
-  if (!sweep_thread_point(p, &shot, c)) return;
-  const sweep_int i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
-  STAG_CTX base;
-  STAG_CTX_INIT(&p, &f, &base);
-  const STAG_CTX e = STAG_SHOT(&base, shot * p.shot_stride);
-  const sweep_int vs = p.n_shots * sweep_store_cells(p);
-  const R *st = (const R *)0;
-  if (f.store && slot >= 0 && f.grad[STAG_GRAD_SLOT]) {
-    const sweep_int m = sweep_store_index(p, c);
-    if (m >= 0)
-      st = (const R *)f.store + slot * STAG_SNAP_VALUES * vs + shot * sweep_store_cells(p) + m;
-  }
-  STAG_ADJ(&e, i, c, sweep_pml_mask(p, c), phase, st, vs);
+  sweep_int shot, c[3], i;
+  STAG_CTX e;
+  if (!stag_point(p, f, &shot, c, &i, &e)) return;
+  const R *st = f.grad[STAG_GRAD_SLOT] ? stag_snapshot(p, f, slot, shot, c) : (const R *)0;
+  STAG_ADJ(&e, i, c, sweep_pml_mask(p, c), phase, st, p.n_shots * sweep_store_cells(p));
 }
 
 /* Sources of phase k (forward: step t; adjoint: the gradients of step t, or

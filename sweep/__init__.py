@@ -60,13 +60,14 @@ def release_cached_memory() -> int:
     of the same size reuses them instead of mapping fresh memory; the cache
     never holds more than the last runs' buffers, and a run that needs
     another size empties it first.  Call this to hand that memory back
-    (``SWEEP_STORE_CACHE=0`` turns the cache off).
+    (``SWEEP_STORE_CACHE=0`` turns the cache off).  It also drops the CUDA
+    graphs of ``experimental_cuda_graph=True`` runs and their device buffers.
 
     Returns
     -------
     int
-        The bytes released.
+        The bytes released (host and device).
     """
-    from . import _hostmem
+    from . import _cuda_graph, _hostmem
 
-    return _hostmem.release_cached()
+    return _hostmem.release_cached() + _cuda_graph.release()

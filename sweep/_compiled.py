@@ -53,20 +53,22 @@ class _Fields:
 
     def __init__(self, engine: CompiledStepper, *, adjoint: bool) -> None:
         self.rec = np.zeros((), dtype=engine.fields)
-        self._keep: list[Any] = []
+        # Every set(): (name, axis, array, offset), which also keeps the arrays alive.
+        self.entries: list[tuple[str, int | None, Any, int]] = []
         self._engine = engine
-        self._writes = engine.members.writes[adjoint]
+        self.written = engine.members.writes[adjoint]
 
     def set(self, name: str, value: Any, axis: int | None = None, offset: int = 0) -> None:
         """Point field ``name`` (component ``axis``) at ``value`` plus ``offset`` bytes."""
-        self._keep.append(value)
-        address = self._address(name, value, axis) + offset if value is not None else 0
+        self.entries.append((name, axis, value, offset))
+        address = self.address(name, value, axis) + offset if value is not None else 0
         if axis is None:
             self.rec[name] = address
         else:
             self.rec[name][axis] = address
 
-    def _address(self, name: str, value: Any, axis: int | None) -> int:
+    def address(self, name: str, value: Any, axis: int | None) -> int:
+        """Return the address of ``value`` as field ``name`` after checking its layout."""
         from . import _C
 
         dtype = np.dtype(np.int64) if name in self._engine.members.index else self._engine.dtype
@@ -79,7 +81,7 @@ class _Fields:
         shape, row = self._engine.buffer_layouts[key]
         if isinstance(value, np.ndarray):
             return int(_C.kernel_address(name, value, _FORMATS[dtype], dtype.itemsize, shape,
-                                         row, name in self._writes))  # fmt: skip
+                                         row, name in self.written))  # fmt: skip
         # CuPy: the same layout rule (device memory is native, aligned, writeable).
         _C.check_layout(name, value.shape, value.strides, value.itemsize, shape, row)
         return int(value.data.ptr)
@@ -253,6 +255,9 @@ class CompiledStepper:
     replay_sources = False  # whether the CPML replay injects the sources (replay_steps)
     waves = 1  # wavefields stepped together (FwdState / AdjState each)
     time_blocking = False  # forward calls that store nothing may be blocked in time
+    # CuPy arrays: forward calls replay CUDA graphs (sweep._cuda_graph), set by the
+    # propagators that offer it (experimental_cuda_graph=True).
+    cuda_graph = False
     # Temporal blocking's facts (sweep._blocking), where it applies.
     blocking_cell_bytes = 12
     stages = 1
@@ -277,16 +282,20 @@ class CompiledStepper:
         """Element type, layout and writers of the record's members (``sweep._params``)."""
         return KERNEL_MEMBERS[self.name]
 
-    def _run(self, *args: Any) -> None:
+    def _run(self, ndim: int, order: int, is_double: bool, adjoint: bool, params: np.ndarray,
+             f: _Fields, t: int, n: int, n_threads: int) -> None:  # fmt: skip
         # Imported on first use, so planners can size a run without the kernels.
         if self.xp is np:
             from . import _C
 
-            _C.run(self.name, *args)
-        else:
-            from . import _cuda_backend
+            _C.run(self.name, ndim, order, is_double, adjoint, params, f.rec, t, n, n_threads)
+            return
+        from . import _cuda_backend
 
-            _cuda_backend.run(self.name, *args)
+        if self.cuda_graph and not adjoint:
+            _cuda_backend.run_graph(self.name, ndim, order, is_double, params, f, t, n)
+        else:
+            _cuda_backend.run(self.name, ndim, order, is_double, adjoint, params, f.rec, t, n)
 
     # -- facts the memory strategies use --------------------------------------
     @property
@@ -698,7 +707,7 @@ class CompiledStepper:
         params = self._params(store_every, band_u is not None)
         if blocking is not None:
             params["block_steps"], params["block_group"], params["block_tile"] = blocking
-        self._run(g.ndim, g.order, self.dtype == np.float64, False, params, f.rec, t0, n,
+        self._run(g.ndim, g.order, self.dtype == np.float64, False, params, f, t0, n,
                   self.n_threads)  # fmt: skip
         self._swap_forward(state, n)
 
@@ -738,7 +747,7 @@ class CompiledStepper:
         f.set("store", store)
         recon = self._reconstruction(f, adj, band_u_offset, replay_w, replay_u)
         params = self._params(store_every, recon)
-        self._run(g.ndim, g.order, self.dtype == np.float64, True, params, f.rec, t_end, n,
+        self._run(g.ndim, g.order, self.dtype == np.float64, True, params, f, t_end, n,
                   self.n_threads)  # fmt: skip
         if n % 2:
             self._swap_adjoint(adj)
@@ -830,7 +839,7 @@ class CompiledStepper:
         self._forward_state(f, state)
         self._band(f, replay_w, replay_u)
         f.set("band_u", band_u)
-        self._run(g.ndim, g.order, self.dtype == np.float64, False, self._params(1, True), f.rec,
+        self._run(g.ndim, g.order, self.dtype == np.float64, False, self._params(1, True), f,
                   t0, n, self.n_threads)  # fmt: skip
         self._swap_forward(state, n)
 

@@ -21,13 +21,13 @@ import functools
 import itertools
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import _fd, _fields_table
+from . import _cuda_graph, _fd, _fields_table
 from ._config import config
 from ._params import ACOUSTIC_PARAMS
 
@@ -178,6 +178,87 @@ def precompile(
         _module(int(ndim), int(order), np.dtype(dtype).str, int(device), settings, equation)
         count += 1
     return count
+
+
+def run_graph(
+    equation: str,
+    ndim: int,
+    order: int,
+    is_double: bool,
+    params: np.ndarray,
+    fields: Any,
+    t: int,
+    n_steps: int,
+) -> None:
+    """Run forward steps ``t .. t + n_steps - 1`` of a staggered system as a CUDA-graph replay.
+
+    ``fields``: the call's :class:`sweep._compiled._Fields`.  The graph of
+    this chunk is captured on first use and kept (:mod:`sweep._cuda_graph`).
+    """
+    import cupy
+
+    if equation not in IMAGE_SETS:
+        raise ValueError(f"CUDA-graph replay runs the staggered systems only, not {equation}")
+    dtype = np.dtype(np.float64 if is_double else np.float32)
+    settings = kernel_settings()
+    device = cupy.cuda.Device().id
+    mod = _module(ndim, order, dtype.str, device, settings, equation)
+    key = (equation, ndim, order, dtype.str, device, settings, params.tobytes())
+    _cuda_graph.replay(
+        key, fields, t, n_steps,
+        chunk_capture(mod, equation, ndim, order, params, t, n_steps, stream_capture),
+    )  # fmt: skip
+
+
+def chunk_capture(
+    mod: Any,
+    equation: str,
+    ndim: int,
+    order: int,
+    params: np.ndarray,
+    t: int,
+    n_steps: int,
+    capture: Callable[[Any, Callable[[Any], None]], Any],
+) -> Callable[[np.ndarray], Any]:
+    """Return what captures a forward chunk over a pointer record (``sweep._cuda_graph.replay``).
+
+    ``capture(mod, launches)`` records what ``launches(module)`` launches
+    through ``module`` without running it and returns the graph
+    (:func:`stream_capture`; the tests' host build records the calls).
+    """
+
+    def record(rec: np.ndarray) -> Any:
+        return capture(
+            mod, lambda m: run_steps(m, equation, ndim, order, False, params, rec, t, n_steps)
+        )
+
+    return record
+
+
+class _DeviceGraph:
+    """A captured CUDA graph, launched on the current stream (after the copies into its buffers)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+    def launch(self) -> None:
+        import cupy
+
+        self.graph.launch(cupy.cuda.get_current_stream())
+
+
+def stream_capture(mod: Any, launches: Callable[[Any], None]) -> _DeviceGraph:
+    """Capture the kernels ``launches(mod)`` starts on a side stream into a CUDA graph."""
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        try:
+            launches(mod)
+        finally:
+            graph = stream.end_capture()
+    return _DeviceGraph(graph)
 
 
 def _swap(fields: np.ndarray, a: str, b: str, axes: list[int] | None = None) -> None:

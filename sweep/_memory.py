@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _callbacks, _debug, _revolve
+from . import _callbacks, _debug, _hostmem, _revolve
 from ._config import config
 from ._memory_options import CKPT_DEFAULT_CHUNKS, MemoryOptions
 from ._stepper import AdjointState, ForwardState, ReversibleStepper, Stepper
@@ -203,6 +203,19 @@ def is_default(s: MemorySettings) -> bool:
 
 # -- sizes -------------------------------------------------------------------------
 def _host_available() -> int:
+    """Return the host bytes a call may use: free memory plus the stores sweep keeps.
+
+    Cached mappings (:mod:`sweep._hostmem`) are resident, so the kernel does
+    not count them as available, but they are reused by a store of their size
+    or unmapped before any other is made: without them, a loop that frees
+    each call's results would see half the memory every other call and
+    alternate between full storage and a cheaper strategy.
+    """
+    return _kernel_available() + _hostmem.cached_bytes()
+
+
+def _kernel_available() -> int:
+    """Return the kernel's estimate of available host memory (``MemAvailable``)."""
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:

@@ -64,6 +64,8 @@ class Call:
     initial_state: dict[str, Any] | None = None
     # Validated settings of the equation's own (its engines' keyword arguments).
     extra: dict[str, Any] = field(default_factory=dict)
+    # experimental_cuda_graph=True: forward runs on CuPy arrays replay CUDA graphs.
+    cuda_graph: bool = False
 
 
 def prepare(

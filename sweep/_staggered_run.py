@@ -10,6 +10,7 @@ models, which the equation passes in.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,16 @@ from . import _validate as val
 from ._api import check_cotangent
 from ._setup import Call
 from ._xp import from_kernel_array, kernel_array, to_host
+
+
+def graph_ignored(why: str) -> None:
+    """Warn that ``experimental_cuda_graph=True`` does not apply to this call, and why."""
+    warnings.warn(
+        f"experimental_cuda_graph=True is ignored {why}: CUDA graphs replay forward runs of "
+        "the compiled kernels on CuPy arrays only",
+        UserWarning,
+        stacklevel=4,
+    )
 
 
 def run_compiled(
@@ -60,6 +71,13 @@ def run_compiled(
         amp = engine.kernel_input(
             engine.sources.to_terms(a).astype(engine.dtype), name="source_amplitudes"
         )
+    if call.cuda_graph:
+        if gradient:
+            graph_ignored("when gradients are requested")
+        elif xp is np:
+            graph_ignored("on the CPU (NumPy arrays)")
+        else:
+            engine.cuda_graph = True
     coeffs = engine.kernel_coefficients(*models)
     plan = _memory.plan(engine, call.memory) if gradient else None
 
@@ -67,7 +85,7 @@ def run_compiled(
         state.load_from(call.initial_state)
 
     def fields(state: Any) -> dict[str, Any]:
-        return engine.state_dict(state, like, memory=False)
+        return engine.state_dict(state, like, memory=False, copy=False)  # edits count
 
     event = _callbacks.forward_event(call.callbacks, g, call.models or {}, fields)
     stepper = _callbacks.wrap(engine, call.callbacks, forward=event)
@@ -109,7 +127,7 @@ def compiled_vjp(
         )
 
         def fields(adj: Any) -> dict[str, Any]:
-            return engine.state_dict(adj, like, memory=False)
+            return engine.state_dict(adj, like, memory=False, copy=False)
 
         def so_far(adj: Any) -> dict[str, Any]:
             k = tape.plan.interval

@@ -12,6 +12,7 @@ races between threads are not what these tests can find.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import functools
 import re
@@ -23,7 +24,7 @@ import numpy as np
 import pytest
 
 import sweep
-from sweep import _compiled, _cuda_backend, _grid, equations
+from sweep import _compiled, _cuda_backend, _cuda_graph, _grid, equations
 from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
 from sweep.testing import edge_acquisition, random_problem
 
@@ -156,6 +157,32 @@ def _host_module(
     return _HostModule(ctypes.CDLL(str(lib)), kernels)
 
 
+class _HostGraph:
+    """The launches of a captured chunk, with their arguments as they were at capture."""
+
+    def __init__(self) -> None:
+        self.launches: list = []
+
+    def launch(self) -> None:
+        for fn, grid, block, args in self.launches:
+            fn(grid, block, args)
+
+
+def _host_capture(mod, launches) -> _HostGraph:
+    """Stream capture on the host: record what ``launches`` starts instead of running it."""
+    graph = _HostGraph()
+
+    class Recorder:
+        def get_function(self, name):
+            fn = mod.get_function(name)
+            return lambda grid, block, args: graph.launches.append(
+                (fn, grid, block, copy.deepcopy(args))
+            )
+
+    launches(Recorder())
+    return graph
+
+
 def _use_host_cuda(monkeypatch, tmp_path_factory, *, debug: bool = False) -> list:
     """Make impl="c" on NumPy arrays run the CUDA kernels (host build) instead of sweep._C.
 
@@ -170,7 +197,14 @@ def _use_host_cuda(monkeypatch, tmp_path_factory, *, debug: bool = False) -> lis
         dtype = np.dtype(np.float64 if is_double else np.float32).str
         mod = _host_module(self.name, ndim, order, dtype, build, debug)
         used.append(mod)
-        _cuda_backend.run_steps(mod, self.name, ndim, order, adjoint, params, fields, t, n)
+        if self.cuda_graph and not adjoint:  # as _cuda_backend.run_graph, the host's capture
+            key = (self.name, ndim, order, dtype, "host", params.tobytes())
+            capture = _cuda_backend.chunk_capture(
+                mod, self.name, ndim, order, params, t, n, _host_capture
+            )
+            _cuda_graph.replay(key, fields, t, n, capture)
+            return
+        _cuda_backend.run_steps(mod, self.name, ndim, order, adjoint, params, fields.rec, t, n)
 
     # The device's receiver-cell groups, as for CuPy arrays.
     monkeypatch.setattr(_compiled.CompiledStepper, "_cuda_receivers", True)
@@ -398,6 +432,23 @@ def test_host_cuda_boundary_saving_matches_full_storage_and_cpu(equation, ndim, 
 
 
 # -- the staggered systems (cuda/staggered_cuda.h) -----------------------------------------------
+def _assert_cuda_is_cpu(out_c, g_c, out_g, g_g, d, amp):
+    """The CUDA run (``out_g``, ``g_g``) equals the CPU's in float64: receivers, final
+    state and every gradient; and its adjoint is the transpose of its forward."""
+    scale = np.abs(out_c.receivers).max()
+    np.testing.assert_allclose(out_g.receivers, out_c.receivers, rtol=0, atol=1e-12 * scale)
+    for key, ref in out_c.state.items():
+        tol = 1e-12 * max(np.abs(ref).max(), 1e-300)
+        np.testing.assert_allclose(out_g.state[key], ref, rtol=0, atol=tol, err_msg=key)
+    assert set(g_g) == set(g_c)
+    for key, ref in g_c.items():
+        np.testing.assert_allclose(g_g[key], ref, rtol=0, atol=1e-11 * np.abs(ref).max(),
+                                   err_msg=key)  # fmt: skip
+    lhs = np.vdot(d, out_g.receivers)
+    rhs = np.vdot(g_g["source_amplitudes"], amp)
+    assert abs(lhs - rhs) <= 1e-11 * abs(lhs)
+
+
 def _elastic_problem(ndim, order, free=(), nt=24):
     """Two shots; every source kind and every receiver kind (two receivers on one cell)."""
     from sweep.equations.elastic import kinds
@@ -451,18 +502,7 @@ def test_host_cuda_elastic_matches_cpu(ndim, order, free, request):
     out_c, g_c, d = _elastic(models, dx, dt, kw)
     request.getfixturevalue("cuda_on_host")
     out_g, g_g, _ = _elastic(models, dx, dt, kw)
-    scale = np.abs(out_c.receivers).max()
-    np.testing.assert_allclose(out_g.receivers, out_c.receivers, rtol=0, atol=1e-12 * scale)
-    for key, ref in out_c.state.items():
-        tol = 1e-12 * max(np.abs(ref).max(), 1e-300)
-        np.testing.assert_allclose(out_g.state[key], ref, rtol=0, atol=tol, err_msg=key)
-    for key in ("vp", "vs", "rho", "source_amplitudes"):
-        ref = g_c[key]
-        np.testing.assert_allclose(g_g[key], ref, rtol=0, atol=1e-11 * np.abs(ref).max(),
-                                   err_msg=key)  # fmt: skip
-    lhs = np.vdot(d, out_g.receivers)
-    rhs = np.vdot(g_g["source_amplitudes"], kw["source_amplitudes"])
-    assert abs(lhs - rhs) <= 1e-11 * abs(lhs)
+    _assert_cuda_is_cpu(out_c, g_c, out_g, g_g, d, kw["source_amplitudes"])
 
 
 def test_host_cuda_elastic_checkpointing_is_full_storage(cuda_on_host):
@@ -538,18 +578,7 @@ def test_host_cuda_maxwell_matches_cpu(ndim, order, free, request):
     out_c, g_c, d = _maxwell(ndim, models, dx, dt, kw)
     request.getfixturevalue("cuda_on_host")
     out_g, g_g, _ = _maxwell(ndim, models, dx, dt, kw)
-    scale = np.abs(out_c.receivers).max()
-    np.testing.assert_allclose(out_g.receivers, out_c.receivers, rtol=0, atol=1e-12 * scale)
-    for key, ref in out_c.state.items():
-        tol = 1e-12 * max(np.abs(ref).max(), 1e-300)
-        np.testing.assert_allclose(out_g.state[key], ref, rtol=0, atol=tol, err_msg=key)
-    for key in ("epsilon", "sigma", "mu", "source_amplitudes"):
-        ref = g_c[key]
-        np.testing.assert_allclose(g_g[key], ref, rtol=0, atol=1e-11 * np.abs(ref).max(),
-                                   err_msg=key)  # fmt: skip
-    lhs = np.vdot(d, out_g.receivers)
-    rhs = np.vdot(g_g["source_amplitudes"], kw["source_amplitudes"])
-    assert abs(lhs - rhs) <= 1e-11 * abs(lhs)
+    _assert_cuda_is_cpu(out_c, g_c, out_g, g_g, d, kw["source_amplitudes"])
 
 
 def test_host_cuda_maxwell_checkpointing_is_full_storage(cuda_on_host):
@@ -560,3 +589,97 @@ def test_host_cuda_maxwell_checkpointing_is_full_storage(cuda_on_host):
     assert out.memory_plan.strategy == "ckpt-recursive"
     for key in ref:
         assert np.array_equal(got[key], ref[key]), key
+
+
+@pytest.fixture
+def graph_on_host(monkeypatch, tmp_path_factory):
+    """cuda_on_host with every compiled forward call replayed as a graph (sweep._cuda_graph)."""
+    _use_host_cuda(monkeypatch, tmp_path_factory)
+    monkeypatch.setattr(_compiled.CompiledStepper, "cuda_graph", True)
+    _cuda_graph.release()
+    yield
+    _cuda_graph.release()
+
+
+def _maxwell3d(models, dx, dt, kw, **more):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # coarse test grids: dispersion warnings
+        return sweep.maxwell3d(*models, dx, dt, impl="c", **kw, **more)
+
+
+def _same_run(a, b):
+    assert np.array_equal(a.receivers, b.receivers)
+    for key, ref in b.state.items():
+        assert np.array_equal(a.state[key], ref), key
+
+
+def _graph_counts(before):
+    now = _cuda_graph.counts()
+    return {k: now[k] - before[k] for k in now}
+
+
+def test_host_cuda_graph_replays_the_forward_and_reuses_it(graph_on_host, monkeypatch):
+    """maxwell3d as graph replays equals the plain launches bitwise; a later call of the
+    same configuration with other amplitudes replays the captured graph on its own data."""
+    models, dx, dt, kw = _maxwell_problem(3, 4, free=(0,))
+    before = _cuda_graph.counts()
+    got = _maxwell3d(models, dx, dt, kw)
+    assert _graph_counts(before) == {"captures": 1, "replays": 1}  # the whole forward, once
+    kw2 = dict(kw, source_amplitudes=-0.5 * kw["source_amplitudes"][:, ::-1])
+    before = _cuda_graph.counts()
+    got2 = _maxwell3d(models, dx, dt, kw2)
+    assert _graph_counts(before) == {"captures": 0, "replays": 1}
+    monkeypatch.setattr(_compiled.CompiledStepper, "cuda_graph", False)  # the plain launches
+    _same_run(got, _maxwell3d(models, dx, dt, kw))
+    _same_run(got2, _maxwell3d(models, dx, dt, kw2))
+    assert np.abs(got2.receivers).max() > 0
+
+
+def test_host_cuda_graph_chunks_follow_the_callbacks(graph_on_host, monkeypatch):
+    """With a forward callback every chunk of callback_frequency steps is one graph; the
+    callback's in-place edit of a wavefield reaches the next replay."""
+    models, dx, dt, kw = _maxwell_problem(3, 2, nt=24)
+    steps = []
+
+    def callback(state):
+        steps.append(state.step)
+        if state.step == 10:
+            state.get_wavefield("ey", "full")[...] *= 0.5
+
+    before = _cuda_graph.counts()
+    got = _maxwell3d(models, dx, dt, kw, forward_callback=callback, callback_frequency=5)
+    assert _graph_counts(before) == {"captures": 5, "replays": 5}  # steps 0-4, ..., 20-23
+    first = list(steps)
+    before = _cuda_graph.counts()
+    again = _maxwell3d(models, dx, dt, kw, forward_callback=callback, callback_frequency=5)
+    assert _graph_counts(before) == {"captures": 0, "replays": 5}
+    _same_run(again, got)
+    monkeypatch.setattr(_compiled.CompiledStepper, "cuda_graph", False)
+    steps.clear()
+    plain = _maxwell3d(models, dx, dt, kw, forward_callback=callback, callback_frequency=5)
+    assert steps == first
+    _same_run(got, plain)
+    no_edit = _maxwell3d(models, dx, dt, kw)
+    assert not np.array_equal(no_edit.receivers, plain.receivers)  # the edit mattered
+
+
+def test_host_cuda_graph_cache_keys_and_release(graph_on_host, monkeypatch):
+    """Another order or dtype is another entry; the least recently used goes first;
+    release_cached_memory frees every entry's buffers."""
+    models, dx, dt, kw = _maxwell_problem(3, 2)
+    runs = [(models, dict(kw)), (models, dict(kw, accuracy=4)),
+            (tuple(m.astype(np.float32) for m in models),
+             dict(kw, source_amplitudes=kw["source_amplitudes"].astype(np.float32)))]  # fmt: skip
+    for m, k in runs:
+        before = _cuda_graph.counts()
+        _maxwell3d(m, dx, dt, k)
+        assert _graph_counts(before)["captures"] == 1
+    assert len(_cuda_graph._entries) == _cuda_graph.MAX_ENTRIES == 2
+    before = _cuda_graph.counts()
+    _maxwell3d(*runs[0][:1], dx, dt, runs[0][1])  # evicted: captured again
+    assert _graph_counts(before)["captures"] == 1
+    held = sum(e.nbytes() for e in _cuda_graph._entries.values())
+    assert held > 0 and sweep.release_cached_memory() >= held
+    assert not _cuda_graph._entries

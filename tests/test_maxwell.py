@@ -357,9 +357,15 @@ def test_impl_choices_and_backend_flags():
                                atol=1e-12 * np.abs(a.receivers).max())  # fmt: skip
     with pytest.raises(ValueError, match="contradicts impl='c'"):
         sweep.maxwell3d(*models, **rest, impl="c", python_backend=True)
-    with pytest.warns(UserWarning, match="experimental_cuda_graph=True is ignored"):
+    with pytest.warns(UserWarning, match="experimental_cuda_graph=True is ignored on the CPU"):
         c = sweep.maxwell3d(*models, **rest, experimental_cuda_graph=True)
     np.testing.assert_array_equal(a.receivers, c.receivers)
+    with pytest.warns(UserWarning, match="ignored when gradients are requested"):
+        sweep.vjp(sweep.maxwell3d, *models, **rest, experimental_cuda_graph=True)
+    with pytest.warns(UserWarning, match=r"ignored with impl='eager' \(python_backend=True"):
+        sweep.maxwell3d(*models, **rest, python_backend=True, experimental_cuda_graph=True)
+    with pytest.raises(TypeError, match="experimental_cuda_graph must be True or False"):
+        sweep.maxwell3d(*models, **rest, experimental_cuda_graph=1)
     with pytest.raises(ValueError, match="compute_precision must be 'default'"):
         sweep.maxwell3d(*models, **rest, compute_precision="fp16")
     models2, rest2 = _problem("tm2d", nt=8)

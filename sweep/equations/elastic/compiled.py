@@ -455,17 +455,23 @@ class CompiledElastic(CompiledStepper):
         return [self.copy_field(self.kernel_input(np.asarray(x), name="coefficients"), 40 + k)
                 for k, x in enumerate(arrays)]  # fmt: skip
 
-    def state_dict(self, state: ElasticState, like: Any, memory: bool = True) -> dict[str, Any]:
-        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library."""
+    def state_dict(
+        self, state: ElasticState, like: Any, memory: bool = True, copy: bool = True
+    ) -> dict[str, Any]:
+        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library.
+
+        ``copy=False`` returns views of the kernels' buffers (callbacks: an
+        in-place edit changes the propagation).
+        """
         from ..._xp import from_kernel_array
 
         nd = self.geom.ndim
-        xp = self.xp
-        out = {name: from_kernel_array(xp.array(x), like)
+        out = {name: from_kernel_array(self.xp.array(x) if copy else x, like)
                for name, x in zip(kinds.fields(nd), state.fields, strict=True)}  # fmt: skip
         if memory:
             for key, k, ax in memory_slots(nd):
-                out[key] = from_kernel_array(xp.array(state.psi[(k, ax)]), like)
+                x = state.psi[(k, ax)]
+                out[key] = from_kernel_array(self.xp.array(x) if copy else x, like)
         return out
 
     def finish_gradient(self, adj: ElasticAdjoint, coeffs: Any) -> tuple[Any, ...]:

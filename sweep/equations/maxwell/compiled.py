@@ -201,15 +201,23 @@ class CompiledMaxwell(CompiledElastic):
         return {k: self.copy_field(self.kernel_input(np.asarray(x), name="coefficients"), 20 + k)
                 for k, x in arrays.items()}  # fmt: skip
 
-    def state_dict(self, state: MaxwellState, like: Any, memory: bool = True) -> dict[str, Any]:  # type: ignore[override]
-        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library."""
+    def state_dict(  # type: ignore[override]
+        self, state: MaxwellState, like: Any, memory: bool = True, copy: bool = True
+    ) -> dict[str, Any]:
+        """Return the padded fields (and memory variables) of ``state`` in ``like``'s library.
+
+        ``copy=False`` returns views of the kernels' buffers (callbacks: an
+        in-place edit changes the propagation).
+        """
         from ..._xp import from_kernel_array
 
-        xp = self.xp
-        out = {name: from_kernel_array(xp.array(x), like) for name, x in state.fields.items()}
+        def out_of(x: Any) -> Any:
+            return from_kernel_array(self.xp.array(x) if copy else x, like)
+
+        out = {name: out_of(x) for name, x in state.fields.items()}
         if memory:
             for key, k, ax in memory_slots(self.geom.ndim):
-                out[key] = from_kernel_array(xp.array(state.psi[(k, ax)]), like)
+                out[key] = out_of(state.psi[(k, ax)])
         return out
 
     def finish_gradient(self, adj: MaxwellAdjoint, coeffs: Any) -> tuple[Any, ...]:  # type: ignore[override]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +12,7 @@ import numpy as np
 from ..._api import eager_vjp
 from ..._grid import Geometry
 from ..._setup import Call, Speeds, prepare
-from ..._staggered_run import compiled_vjp, run_compiled
+from ..._staggered_run import compiled_vjp, graph_ignored, run_compiled
 from ..._validate import warn_undersampled
 from . import components as comp
 from .eager import EagerMaxwell, speeds_of
@@ -121,15 +120,13 @@ def _prepare(
         "source_component": comp.check_components(source_component, g.n_src, ndim, "source"),
         "receiver_component": comp.check_components(receiver_component, g.n_rec, ndim, "receiver"),
     }
-    if experimental_cuda_graph:
-        warnings.warn(
-            f"experimental_cuda_graph=True is ignored: the CUDA-graph replay of sweep.{equation} "
-            f"is not built yet (this call runs impl={call.impl!r}, on CuPy arrays the compiled "
-            "CUDA kernels); it would also never apply on the CPU, to gradient runs or with "
-            "python_backend=True",
-            UserWarning,
-            stacklevel=3,
+    if not isinstance(experimental_cuda_graph, bool):
+        raise TypeError(
+            f"experimental_cuda_graph must be True or False, got {experimental_cuda_graph!r}"
         )
+    if experimental_cuda_graph and call.impl != "c":
+        graph_ignored(f"with impl={call.impl!r} (python_backend=True is the eager path)")
+    call.cuda_graph = experimental_cuda_graph and call.impl == "c"
     return call
 
 
@@ -357,9 +354,13 @@ def maxwell3d(
     python_backend : bool
         True is ``impl="eager"``.
     experimental_cuda_graph : bool
-        Replay the forward loop as a CUDA graph; ignored with a warning until
-        the compiled CUDA kernels exist (and always on the CPU, for
-        gradients and with ``python_backend=True``).
+        Replay the forward loop as CUDA graphs, one per chunk between
+        callbacks (the whole forward without a ``forward_callback``),
+        captured on first use and reused by later calls of the same shapes,
+        order, dtype and options on the device.  CuPy arrays and the compiled
+        kernels only: ignored with a warning on the CPU, for gradients and
+        with ``python_backend=True``.  Keeps a copy of the run's arrays on the
+        device (``sweep.release_cached_memory()`` frees it).
 
     Returns
     -------
