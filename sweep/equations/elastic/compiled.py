@@ -399,7 +399,7 @@ class CompiledElastic(CompiledStepper):
             f.set("field", x, k)
         f.set("store", store)
         self._band(f, replay_w, replay_u)
-        self._run(g.ndim, g.order, self.dtype == np.float64, True, self._params(1, True), f.rec,
+        self._run(g.ndim, g.order, self.dtype == np.float64, True, self._params(1, True), f,
                   t_end, n, self.n_threads)  # fmt: skip
 
     # -- buffers and states ------------------------------------------------------
