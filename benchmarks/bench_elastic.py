@@ -13,7 +13,8 @@ Each (library, case) runs in a subprocess of its own, interleaved, once:
 
 Options: ``--order N`` (4), ``--3d``, ``--f64`` (float64), ``--nt N``,
 ``--ckpt N`` (sweep: chunked checkpointing with N chunks; Deepwave:
-``checkpoint_segments=N``), ``--no-eager``, ``--eager-nt N``.  Each line
+``checkpoint_segments=N``), ``--boundary`` (sweep: boundary saving),
+``--full`` (sweep: full storage in memory), ``--no-eager``, ``--eager-nt N``.  Each line
 gives the time, the model cells times steps times shots per second
 (Mcells/s) and the peak resident memory the run added (MB).  The eager
 gradient (torch autodiff keeps every step) runs with ``--eager-nt`` steps
@@ -43,6 +44,8 @@ warnings.simplefilter("ignore")
 order = _opt("--order", 4)
 ckpt = _opt("--ckpt", 0)
 three_d = "--3d" in sys.argv
+boundary = "--boundary" in sys.argv
+full = "--full" in sys.argv
 dtype = np.float64 if "--f64" in sys.argv else np.float32
 if len(sys.argv) < 3 or sys.argv[1].startswith("--"):
     nt = _opt("--nt", 1500)
@@ -89,7 +92,7 @@ if three_d:
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 if lib in ("c", "eager"):
     import sweep
-    from sweep.propagator.options import CkptOptions, MemoryOptions
+    from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
 
     kw = dict(source_amplitudes=amp, source_locations=src, receiver_locations=rec,
               accuracy=order, pml_width=pml, impl=lib)  # fmt: skip
@@ -99,6 +102,10 @@ if lib in ("c", "eager"):
         kw["receiver_locations"] = rec[:, 2:-2]  # the gauges inside the model
     if ckpt and case.endswith("grad"):
         kw["memory"] = MemoryOptions(strategy="ckpt", ckpt=CkptOptions(chunks=ckpt))
+    if boundary and case.endswith("grad"):
+        kw["memory"] = MemoryOptions(strategy="boundary", boundary=BoundaryOptions())
+    if full and case.endswith("grad"):
+        kw["storage_mode"] = "device"
     models = (vp, vs, rho)
     if lib == "eager" and case.endswith("grad"):
         import torch
@@ -148,4 +155,6 @@ mcells = np.prod(shape) * nt * shots / elapsed / 1e6
 tag = f"{'3d' if three_d else '2d'} o{order} {np.dtype(dtype).name}" + (
     f" ckpt{ckpt}" if ckpt else ""
 )
+if lib == "c" and case.endswith("grad"):
+    tag += f" {out.memory_plan.strategy}"
 print(f"{lib} {case} {tag} nt={nt} {elapsed:.2f} s {mcells:.0f} Mcells/s peak +{peak:.0f} MB")

@@ -52,6 +52,18 @@ __device__ __forceinline__ void el_cuda_halo(const STAG_CTX *e, sweep_int q, con
   if (set == 1) SWEEP_FN(el_adj_b_halo)(e, q, c[0], c[1], c[2]);
 }
 
+/* Boundary saving's reconstruction: phase k undone at plain cell i. */
+__device__ __forceinline__ void el_cuda_rev(const STAG_CTX *e, sweep_int i, const sweep_int *c,
+                                            int phase, R *W, sweep_int vs) {
+  if (phase)
+    SWEEP_FN(el_rev_s)(e, i, c[0], c[1], c[2], 0, H, W, vs);
+  else
+    SWEEP_FN(el_rev_v)(e, i, c[0], c[1], c[2], 0, H, W, vs);
+}
+
+#define STAG_BOUNDARY 1
+#define STAG_BS_SPLIT EL_ND
+#define STAG_REVERSE el_cuda_rev
 #define STAG_FWD el_cuda_fwd
 #define STAG_ADJ el_cuda_adj
 #define STAG_IMAGE el_cuda_image
@@ -103,4 +115,28 @@ extern "C" __global__ void elastic_images(const sweep_acoustic_params p,
 extern "C" __global__ void elastic_halo(const sweep_acoustic_params p,
                                         const sweep_elastic_fields f, int d, int side, int set) {
   stag_halo(p, f, d, side, set);
+}
+
+/* Boundary saving (staggered_cuda.h). */
+extern "C" __global__ void elastic_bs_copy(const sweep_acoustic_params p,
+                                           const sweep_elastic_fields f, sweep_int slot, int which,
+                                           int f0, int f1, int to_grid) {
+  stag_bs_copy(p, f, slot, which, f0, f1, to_grid);
+}
+
+extern "C" __global__ void elastic_bs_rows(const sweep_acoustic_params p,
+                                           const sweep_elastic_fields f, sweep_int slot,
+                                           int phase, int reverse) {
+  stag_bs_rows(p, f, slot, phase, reverse);
+}
+
+extern "C" __global__ void elastic_bs_outer(const sweep_acoustic_params p,
+                                            const sweep_elastic_fields f, sweep_int slot) {
+  stag_bs_outer(p, f, slot);
+}
+
+extern "C" __global__ void elastic_bs_sources(const sweep_acoustic_params p,
+                                              const sweep_elastic_fields f, sweep_int t,
+                                              int phase) {
+  stag_bs_sources(p, f, t, phase);
 }

@@ -162,10 +162,11 @@ SWEEP_HD void SWEEP_FN(el_source_adjoint)(const SWEEP_FN(elastic_ctx) * e, int v
 }
 
 /* Phase V at cell i (coordinates cz, cy, cx): the velocities; W (or NULL) receives
- * the snapshot values sum_b D_ab at W[a * pitch]. */
-SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
-                                 sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
-                                 const int nh, SWEEP_R *W, sweep_int pitch) {
+ * the snapshot values sum_b D_ab at W[a * pitch].  neg (a literal): undo the
+ * update instead (boundary saving's reconstruction: the same sum, subtracted). */
+SWEEP_HD void SWEEP_FN(el_step_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
+                                  sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                  const int nh, SWEEP_R *W, sweep_int pitch, const int neg) {
   SWEEP_UNROLL
   for (int a = 0; a < EL_ND; ++a) {
     SWEEP_R acc = 0;
@@ -178,16 +179,23 @@ SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
                                    fw ? e->pbh[d] : e->pb[d], EL_C(d), D);
       acc += D;
     }
-    e->f[a][i] = SWEEP_FMA(e->c[EL_CB(a)][i], acc, e->f[a][i]);
+    const SWEEP_R c = e->c[EL_CB(a)][i];
+    e->f[a][i] = SWEEP_FMA(neg ? -c : c, acc, e->f[a][i]);
     if (W) W[a * pitch] = acc;
   }
 }
 
-/* Phase S at cell i: the stresses; W receives D_jj (values ND + j) and
- * D_ab + D_ba (values 2 ND + pair). */
-SWEEP_HD void SWEEP_FN(el_fwd_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
+SWEEP_HD void SWEEP_FN(el_fwd_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
                                  sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
                                  const int nh, SWEEP_R *W, sweep_int pitch) {
+  SWEEP_FN(el_step_v)(e, i, cz, cy, cx, mask, nh, W, pitch, 0);
+}
+
+/* Phase S at cell i: the stresses; W receives D_jj (values ND + j) and
+ * D_ab + D_ba (values 2 ND + pair); neg as el_step_v. */
+SWEEP_HD void SWEEP_FN(el_step_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
+                                  sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                  const int nh, SWEEP_R *W, sweep_int pitch, const int neg) {
   SWEEP_R D[3][3];
   SWEEP_UNROLL
   for (int j = 0; j < EL_ND; ++j) {
@@ -207,7 +215,10 @@ SWEEP_HD void SWEEP_FN(el_fwd_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
     SWEEP_R acc = e->c[EL_CC(a, 0)][i] * D[0][0];
     SWEEP_UNROLL
     for (int j = 1; j < EL_ND; ++j) acc = SWEEP_FMA(e->c[EL_CC(a, j)][i], D[j][j], acc);
-    e->f[EL_ND + a][i] += acc;
+    if (neg)
+      e->f[EL_ND + a][i] -= acc;
+    else
+      e->f[EL_ND + a][i] += acc;
     if (W) W[(EL_ND + a) * pitch] = D[a][a];
   }
   SWEEP_UNROLL
@@ -215,11 +226,30 @@ SWEEP_HD void SWEEP_FN(el_fwd_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       if (a >= b) continue; /* constant bounds: see el_adj_b */
-      const SWEEP_R sum = D[a][b] + D[b][a];
-      e->f[EL_S(a, b)][i] = SWEEP_FMA(e->c[EL_CMU(a, b)][i], sum, e->f[EL_S(a, b)][i]);
+      const SWEEP_R sum = D[a][b] + D[b][a], c = e->c[EL_CMU(a, b)][i];
+      e->f[EL_S(a, b)][i] = SWEEP_FMA(neg ? -c : c, sum, e->f[EL_S(a, b)][i]);
       if (W) W[(2 * EL_ND + EL_PAIR(a, b)) * pitch] = sum;
     }
   }
+}
+
+SWEEP_HD void SWEEP_FN(el_fwd_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
+                                 sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                 const int nh, SWEEP_R *W, sweep_int pitch) {
+  SWEEP_FN(el_step_s)(e, i, cz, cy, cx, mask, nh, W, pitch, 0);
+}
+
+/* Boundary saving's reconstruction: phase V or S undone at a plain cell. */
+SWEEP_HD void SWEEP_FN(el_rev_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
+                                 sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                 const int nh, SWEEP_R *W, sweep_int pitch) {
+  SWEEP_FN(el_step_v)(e, i, cz, cy, cx, mask, nh, W, pitch, 1);
+}
+
+SWEEP_HD void SWEEP_FN(el_rev_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
+                                 sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                 const int nh, SWEEP_R *W, sweep_int pitch) {
+  SWEEP_FN(el_step_s)(e, i, cz, cy, cx, mask, nh, W, pitch, 1);
 }
 
 /* gbar of the derivative of v_j along b at cell p: what its stress cells'

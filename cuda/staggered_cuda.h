@@ -168,3 +168,92 @@ __device__ __forceinline__ void stag_halo(const sweep_acoustic_params &p,
   const STAG_CTX e = STAG_SHOT(&base, shot * p.shot_stride);
   STAG_HALO(p, &e, c[0] * p.stride[0] + c[1] * p.stride[1] + c[2], c, set);
 }
+
+#ifdef STAG_BOUNDARY
+/* Boundary saving (cpu_phased.h's band save, bs_replay and bs_reverse on the
+ * device; sweep/_cuda_backend.py launches them in the CPU's order).  The
+ * equation defines STAG_BS_SPLIT (the fields of phase 0 are [0, split), of
+ * phase 1 the rest; a snapshot has one value per field) and
+ * STAG_REVERSE(e, i, c, k, W, vs): phase k undone at plain cell i. */
+
+/* Fields [F0, F1) at the cells of the band (which 0: band_idx, band_u) or
+ * of the ring (1: ring_idx, replay_u), slot `slot`, one thread per (shot,
+ * cell): to_grid 0 saves them, 1 loads them. */
+__device__ __forceinline__ void stag_bs_copy(const sweep_acoustic_params &p,
+                                             const sweep_elastic_fields &f, sweep_int slot,
+                                             int which, int F0, int F1, int to_grid) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  const sweep_int n = which ? p.n_ring : p.n_band;
+  if (item >= p.n_shots * n) return;
+  const sweep_int shot = item / n, r = item - shot * n;
+  const sweep_int cell = (which ? f.ring_idx : f.band_idx)[r];
+  R *c = (R *)(which ? f.replay_u : f.band_u) + slot * STAG_SNAP_VALUES * p.n_shots * n;
+  for (int F = F0; F < F1; ++F) {
+    R *g = (R *)f.field[F] + shot * p.shot_stride + cell, *x = c + (F * p.n_shots + shot) * n + r;
+    if (to_grid)
+      *g = *x;
+    else
+      *x = *g;
+  }
+}
+
+/* Phase k at one cell, one thread per cell: reverse 0, the CPML replay (the
+ * cells with C-PML terms, snapshot values to replay_w's slot); reverse 1,
+ * the reconstruction (the plain cells undone, snapshot values to store's). */
+__device__ __forceinline__ void stag_bs_rows(const sweep_acoustic_params &p,
+                                             const sweep_elastic_fields &f, sweep_int slot,
+                                             int phase, int reverse) {
+  sweep_int shot, c[3];
+  if (!sweep_thread_point(p, &shot, c)) return;
+  const int mask = sweep_pml_mask(p, c);
+  if (reverse ? mask != 0 : mask == 0) return;
+  const sweep_int i = c[0] * p.stride[0] + c[1] * p.stride[1] + c[2];
+  STAG_CTX base;
+  STAG_CTX_INIT(&p, &f, &base);
+  const STAG_CTX e = STAG_SHOT(&base, shot * p.shot_stride);
+  if (reverse) {
+    const sweep_int mc = sweep_store_cells(p), vs = p.n_shots * mc;
+    R *W = (R *)f.store + slot * STAG_SNAP_VALUES * vs + shot * mc + sweep_store_index(p, c);
+    STAG_REVERSE(&e, i, c, phase, W, vs);
+  } else {
+    const sweep_int vs = p.n_shots * p.n_outer;
+    R *W = (R *)f.replay_w + slot * STAG_SNAP_VALUES * vs + shot * p.n_outer +
+           sweep_outer_pos(p, f.outer_row, c, mask);
+    STAG_FWD(&e, i, c, mask, phase, W, vs);
+  }
+}
+
+/* The reconstruction's snapshot values of the cells with C-PML terms (outer_idx),
+ * from replay_w's slot into store's, one thread per (shot, cell). */
+__device__ __forceinline__ void stag_bs_outer(const sweep_acoustic_params &p,
+                                              const sweep_elastic_fields &f, sweep_int slot) {
+  const sweep_int item = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  const sweep_int n = p.n_outer;
+  if (item >= p.n_shots * n) return;
+  const sweep_int shot = item / n, k = item - shot * n, cell = f.outer_idx[k];
+  sweep_int c[3];
+  c[0] = cell / p.stride[0];
+  c[1] = (cell - c[0] * p.stride[0]) / p.stride[1];
+  c[2] = cell - c[0] * p.stride[0] - c[1] * p.stride[1];
+  const sweep_int mc = sweep_store_cells(p), vs = p.n_shots * mc, vo = p.n_shots * n;
+  R *dst = (R *)f.store + slot * STAG_SNAP_VALUES * vs + shot * mc + sweep_store_index(p, c);
+  const R *src = (const R *)f.replay_w + slot * STAG_SNAP_VALUES * vo + shot * n + k;
+  for (int v = 0; v < STAG_SNAP_VALUES; ++v) dst[v * vs] = src[v * vo];
+}
+
+/* The sources of phase k of step t taken away (the reconstruction), one thread per shot. */
+__device__ __forceinline__ void stag_bs_sources(const sweep_acoustic_params &p,
+                                                const sweep_elastic_fields &f, sweep_int t,
+                                                int phase) {
+  const sweep_int shot = (sweep_int)blockIdx.x * blockDim.x + threadIdx.x;
+  if (shot >= p.n_shots || !p.n_src || !f.src_amp) return;
+  const sweep_int ss = p.shot_stride, off = shot * ss;
+  STAG_CTX e;
+  STAG_CTX_INIT(&p, &f, &e);
+  const R *amp = (const R *)f.src_amp;
+  for (sweep_int k = 0; k < p.n_src; ++k) {
+    const sweep_int j = f.src_idx[shot * p.n_src + k], F = j / ss, cell = j - F * ss;
+    STAG_SOURCE(&e, phase, F, off, cell, -amp[(shot * p.n_src + k) * p.nt + t]);
+  }
+}
+#endif

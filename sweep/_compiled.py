@@ -252,6 +252,7 @@ class CompiledStepper:
     reversible = False
     snapshot_values = 1  # values per cell of a snapshot (SWEEP_EQ_SNAP_VALUES)
     band_values = 1  # state values per band cell of boundary saving (SWEEP_EQ_BAND_VALUES)
+    replay_sources = False  # whether the CPML replay injects the sources (replay_steps)
     waves = 1  # wavefields stepped together (FwdState / AdjState each)
     time_blocking = False  # forward calls that store nothing may be blocked in time
     # CuPy arrays: forward calls replay CUDA graphs (sweep._cuda_graph), set by the
@@ -815,6 +816,7 @@ class CompiledStepper:
         band_u: Any,
         replay_w: Any,
         replay_u: Any = None,
+        amp: Any = None,
     ) -> None:
         """Re-run the CPML forward over steps ``t0 .. t0+n-1`` (boundary saving).
 
@@ -826,13 +828,14 @@ class CompiledStepper:
         (n, *ring_shape), when given, the ring's state (u, and psi along the
         cell's axis, per wave) at the start of each step, from which the
         adjoint recomputes the band's snapshots.  Plain cells are not updated
-        and the band's results are not meaningful.
+        and the band's results are not meaningful.  ``amp``: the sources, for
+        the steppers whose outer cells may hold some (:attr:`replay_sources`).
         """
         if n <= 0:
             return
         g = self.geom
         f = _Fields(self, adjoint=False)
-        self._common(f, coeffs, None, adjoint=False)
+        self._common(f, coeffs, amp if self.replay_sources else None, adjoint=False)
         self._forward_state(f, state)
         self._band(f, replay_w, replay_u)
         f.set("band_u", band_u)

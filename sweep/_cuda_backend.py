@@ -302,6 +302,68 @@ def run(
             ) from exc
 
 
+class _StaggeredBoundary:
+    """Boundary saving's launches for a staggered system (``cuda/staggered_cuda.h``).
+
+    In the order of the CPU's ``bs_replay`` and ``bs_reverse``
+    (``sweep_cy/cpu_phased.h``); the state is the snapshot's fields (elastic:
+    5 in 2D, 9 in 3D), phase 0 updating the first ``ndim``.
+    """
+
+    def __init__(self, kernel, p, f, ndim, h, grid, shot_grid, faces, face_grid) -> None:
+        self.p, self.f, self.grid, self.shot_grid = p, f, grid, shot_grid
+        self.nf, self.split = (5, 2) if ndim == 2 else (9, 3)
+        self.faces, self.face_grid, self.h = faces, face_grid, h
+        self.k_copy, self.k_rows = kernel("bs_copy"), kernel("bs_rows")
+        self.k_outer, self.k_sources = kernel("bs_outer"), kernel("bs_sources")
+        self.k_images = kernel("images")
+        n = {0: int(p["n_band"]), 1: int(p["n_ring"])}
+        self.copy_grid = {w: ((int(p["n_shots"]) * c + 255) // 256,) for w, c in n.items()}
+        self.n = n
+        self.outer_grid = ((int(p["n_shots"]) * int(p["n_outer"]) + 255) // 256,)
+
+    def _args(self, *rest: Any) -> tuple:
+        return (self.p[()], self.f[()], *rest)
+
+    def copy(self, slot: int, which: int, f0: int, f1: int, to_grid: int) -> None:
+        """Save (load: ``to_grid``) fields [f0, f1) of the band (``which`` 0) or the ring (1)."""
+        if self.n[which] and (which == 0 or int(self.f["replay_u"])):
+            args = (np.int64(slot), np.int32(which), np.int32(f0), np.int32(f1), np.int32(to_grid))
+            self.k_copy(self.copy_grid[which], (256,), self._args(*args))
+
+    def _fields(self, phase: int) -> tuple[int, int]:
+        return (self.split, self.nf) if phase else (0, self.split)
+
+    def _images(self) -> None:
+        """Fill the stresses' images behind every free face, as the forward does."""
+        for d, side in self.faces:
+            args = (np.int32(d), np.int32(side), np.int32(1), np.int32(0))
+            self.k_images(self.face_grid(d, self.h + 1), (256,), self._args(*args))
+
+    def replay(self, step: int, slot: int, sources: Any) -> None:
+        """One step of the CPML replay (``bs_replay``)."""
+        self.copy(slot, 1, self.split, self.nf, 0)  # the ring's stresses at the step's start
+        for phase in (0, 1):
+            at = np.int64(slot), np.int32(phase)
+            self.k_rows(self.grid, _BLOCK, self._args(*at, np.int32(0)))
+            sources(self.shot_grid, (128,), self._args(np.int64(step), np.int32(phase)))
+            self.copy(slot, 0, *self._fields(phase), 1)  # the band's, at the step's end
+            if phase:
+                self._images()
+            else:
+                self.copy(slot, 1, 0, self.split, 0)  # the ring's velocities at its end
+
+    def reverse(self, step: int, slot: int, sources: Any) -> None:
+        """One step of the reconstruction (``bs_reverse``)."""
+        for phase in (1, 0):
+            self.copy(slot, 1, *self._fields(1 - phase), 1)
+            if phase == 0:
+                self._images()
+            self.k_sources(self.shot_grid, (128,), self._args(np.int64(step), np.int32(phase)))
+            self.k_rows(self.grid, _BLOCK, self._args(np.int64(slot), np.int32(phase), np.int32(1)))
+        self.k_outer(self.outer_grid, (256,), self._args(np.int64(slot)))
+
+
 def run_steps(
     mod: Any,
     equation: str,
@@ -363,7 +425,7 @@ def run_steps(
     if n_ring and (replay or recon):
         ring = kernel("ring_load" if adjoint else "ring_save")
         ring_grid = ((n_shots * n_ring + 255) // 256,)
-    if n_band:
+    if n_band and not staggered:
         band = kernel("band_restore" if adjoint else "band_save")
         band_load = kernel("band_load")
         band_grid = ((n_shots * n_band + 255) // 256,)
@@ -432,12 +494,18 @@ def run_steps(
         images(image_set)
         sources(shot_grid, (128,), (p[()], f[()], at, ph))
 
+    if staggered and (replay or n_band):
+        bs = _StaggeredBoundary(kernel, p, f, ndim, h, grid, shot_grid, faces, face_grid)
+        if replay:  # the CPML replay (forward) or the reconstruction (adjoint)
+            for step in steps:
+                (bs.reverse if adjoint else bs.replay)(step, step - t_first, sources)
+            return
     for step in steps:
         # Same slot rule as the CPU driver (store_slot in cpu_skeleton.h).
         slot = step // k - (t_first + k - 1) // k if step % k == 0 else -1
         if replay:
             slot = step - t_first
-        if not adjoint and n_band:
+        if not adjoint and n_band and not staggered:
             load_or_save = band_load if replay else band
             load_or_save(band_grid, (256,), (p[()], f[()], np.int64(step - t_first)))
         if n_ring and (replay or recon):  # after the band's load; before the step's rows
@@ -449,6 +517,8 @@ def run_steps(
             for phase in (1, 0) if adjoint else (0, 1):
                 main(grid, _BLOCK, (p[()], f[()], np.int64(slot), np.int32(phase)))
                 staggered_points(step, phase)
+            if n_band and not adjoint:  # boundary saving: the band's fields at the step's end
+                bs.copy(step - t_first, 0, 0, bs.nf, 0)
             continue
         main(grid, _BLOCK, (p[()], f[()], np.int64(slot)))
         wave_points(step)

@@ -324,6 +324,12 @@ def staggered_fields() -> Struct:
         *_POINTS,
         *_BAND,
         *_REPLAY,
+        _m(
+            "ring_idx",
+            "index",
+            doc="boundary saving: (n_ring,) flat indices per shot of the ring, the cells "
+            "with C-PML terms that plain cells read (their fields come from the CPML replay)",
+        ),
     )
     doc = (
         "Arrays of one call of the staggered first-order systems (elastic: "
@@ -331,7 +337,9 @@ def staggered_fields() -> Struct:
         "fields, coefficients and memory variables); halo is the taps per side of the "
         "run-time order.  The forward and the adjoint use the same slots for their fields "
         "and memory variables.  Sources and receivers are single-cell terms whose index is "
-        "field * shot_stride + cell.  No boundary saving: its members stay NULL."
+        "field * shot_stride + cell.  Boundary saving (elastic; cpu_phased.h): band_idx, "
+        "band_u, replay_w, outer_row, replay_u and ring_idx, with every field per cell "
+        "(values outermost, as the store); the other members of boundary saving stay NULL."
     )
     return Struct("sweep_elastic_fields", doc, members)
 

@@ -908,7 +908,7 @@ def _backward_boundary(run: _Bwd) -> None:
             band_u = win_replay.for_reading(s0, s1 - s0)
             engine.replay_steps(replay_state, tape.coeffs, s0, s1 - s0, band_u=band_u,
                                 replay_w=replay_w[: s1 - s0],
-                                replay_u=replay_u[: s1 - s0])  # fmt: skip
+                                replay_u=replay_u[: s1 - s0], amp=tape.amp)  # fmt: skip
             replayed = s0
         # band_u slot 0 must be step t0 - 1; for t0 == 0 that step is never read,
         # so the pointer may sit one slot before the array (and a one-step call

@@ -276,13 +276,16 @@ class ReversibleStepper(Stepper, Protocol):
         band_u: Any,
         replay_w: Any,
         replay_u: Any = None,
+        amp: Any = None,
     ) -> None:
         """Replay the outer cells over steps ``t0 .. t0+n-1`` from ``state``'s outer parts.
 
         ``band_u`` (slot 0: step ``t0``) is their inner boundary; ``replay_w``
         (n, *outer_shape) receives their snapshots, bitwise the forward pass's,
-        and ``replay_u`` (n, *ring_shape), when given, the ring's state at the
-        start of each step.
+        and ``replay_u`` (n, *ring_shape), when given, the ring's state that
+        the reconstruction reads (the state at the start of each step, or
+        what the stepper documents).  ``amp``: the source amplitudes of the
+        forward pass, for a stepper whose outer cells may hold sources.
         """
         ...
 

@@ -11,7 +11,16 @@
  * phases backwards, k = SWEEP_EQ_PHASES - 1 .. 0, each as rows, points,
  * ghosts.  Every output element is written by one thread in a fixed order
  * (bitwise independent of the number of threads).  The reach SWEEP_H may be
- * a run-time value (p->halo).  No temporal blocking, no boundary saving.
+ * a run-time value (p->halo).  No temporal blocking.
+ *
+ * Boundary saving, where the plug-in defines SWEEP_EQ_BS_FIELDS (the state
+ * is that many fields, phase 0 updating [0, SWEEP_EQ_BS_SPLIT), phase 1 the
+ * rest; a snapshot has one value per field): the forward saves every field
+ * of the band (band_idx: plain cells within a halo of the cells with C-PML
+ * terms, whose stencils read them) at the end of each step into band_u; the
+ * forward entry with replay_w set runs the CPML replay (bs_replay) and the
+ * backward entry with replay_w set the reconstruction (bs_reverse), which
+ * writes each step's snapshot into store for a following adjoint call.
  *
  * Hooks besides the skeleton's declarations (SWEEP_EQ_MODEL, *_STATE, *_SHOT,
  * SWEEP_EQ_SHIFT_SHOTS, SWEEP_EQ_GRAD, SWEEP_EQ_SNAP_VALUES, the rotations):
@@ -26,7 +35,28 @@
  *       st + v * SWEEP_SNAP_STRIDE(p)) or NULL (no gradient this step).
  *   SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t), SWEEP_EQ_ADJ_GHOSTS(p, k, t)
  *       after the adjoint rows of phase k.
+ * Boundary saving's (with SWEEP_EQ_BS_FIELDS, SWEEP_EQ_BS_SPLIT):
+ *   SWEEP_EQ_BS_PTRS  the fields of shot 0 (SWEEP_R *[]), in a call's scope.
+ *   SWEEP_EQ_REPLAY_ROW(p, wr, z, y, k)  phase k of row (z, y) on its cells
+ *       with C-PML terms only (snapshot values to wr as the forward's).
+ *   SWEEP_EQ_REPLAY_POINTS(p, f, k, shot, off, t, band)  after them: the
+ *       sources, the band's fields of phase k loaded from band (the slot of
+ *       step t), then what the forward's points do besides (images).
+ *   SWEEP_EQ_REV_ROW(p, wr, z, y, k)  phase k of row (z, y) undone on its
+ *       plain cells (snapshot values to wr as the forward's).
+ *   SWEEP_EQ_REV_POINTS(p, f, k, shot, off, t)  before them: phase k's
+ *       sources taken away (k = 0: after the images are refilled).
  */
+
+#ifdef SWEEP_EQ_BS_FIELDS
+static void SWEEP_FN(bs_replay)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                sweep_int t0, sweep_int n_steps, int n_threads);
+static void SWEEP_FN(bs_reverse)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                 sweep_int t_end, sweep_int n_steps, int n_threads);
+#define SWEEP_BS_FIRST(k) ((k) ? SWEEP_EQ_BS_SPLIT : 0)
+#define SWEEP_BS_END(k) ((k) ? SWEEP_EQ_BS_FIELDS : SWEEP_EQ_BS_SPLIT)
+#define SWEEP_BS_SLOT(p, cells) ((cells) * SWEEP_EQ_BS_FIELDS * (p)->slot_shots)
+#endif
 
 void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t0,
                       sweep_int n_steps, int n_threads) {
@@ -34,6 +64,12 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
     SWEEP_FN(run_by_shot)(SWEEP_EQ_FORWARD, p, f, t0, n_steps, n_threads);
     return;
   }
+#ifdef SWEEP_EQ_BS_FIELDS
+  if (f->replay_w) {
+    SWEEP_FN(bs_replay)(p, f, t0, n_steps, n_threads);
+    return;
+  }
+#endif
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const sweep_int mc = SWEEP_FN(store_cells)(p);
@@ -75,6 +111,15 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
           SWEEP_EQ_FWD_POINTS(p, f, k, shot, shot * ss, t);
         SWEEP_EQ_FWD_GHOSTS(p, k);
       }
+#ifdef SWEEP_EQ_BS_FIELDS
+      if (f->band_u && p->n_band) {
+        SWEEP_R *bu = (SWEEP_R *)f->band_u + (t - t0) * SWEEP_BS_SLOT(p, p->n_band);
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+          SWEEP_FN(bs_copy)(p, SWEEP_EQ_BS_PTRS, 0, SWEEP_EQ_BS_FIELDS, shot, shot * ss,
+                            f->band_idx, p->n_band, bu, 0);
+      }
+#endif
       SWEEP_EQ_FWD_ROTATE();
     }
     if (wrow) sweep_stream_fence();
@@ -92,6 +137,12 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
     SWEEP_FN(run_by_shot)(SWEEP_EQ_BACKWARD, p, f, t_end, n_steps, n_threads);
     return;
   }
+#ifdef SWEEP_EQ_BS_FIELDS
+  if (f->replay_w) {
+    SWEEP_FN(bs_reverse)(p, f, t_end, n_steps, n_threads);
+    return;
+  }
+#endif
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const sweep_int t_begin = t_end - n_steps;
@@ -133,3 +184,142 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
     sweep_restore_fp(fp_state);
   }
 }
+
+#ifdef SWEEP_EQ_BS_FIELDS
+/* Copies snapshot values [v0, v1) of the outer cells of row (z, y) (the
+ * stored cells with C-PML terms, geom.outer_idx's order: outer_row[row] is
+ * the row's first) between the row buffer wr (value v of cell x at
+ * wr[x + v * SWEEP_WR_PITCH(p)]) and the compact slot o (value v of the
+ * shot at o + (v * slot_shots + shot) * n_outer): to_row 0 saves, 1 loads. */
+static inline void SWEEP_FN(bs_outer_row)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                          SWEEP_R *wr, SWEEP_R *o, sweep_int shot,
+                                          sweep_int z, sweep_int y, int v0, int v1,
+                                          int to_row) {
+  const sweep_int first = f->outer_row[z * p->shape[1] + y];
+  if (first < 0) return;
+  const sweep_int lo = p->store_lo[2], hi = p->store_hi[2];
+  sweep_int a, b;
+  SWEEP_FN(row_ends)(p, hi, SWEEP_FN(row_mask)(p, z, y), &a, &b);
+  for (int v = v0; v < v1; ++v) {
+    SWEEP_R *c = o + (v * p->slot_shots + shot) * p->n_outer + first;
+    SWEEP_R *w = wr + v * SWEEP_WR_PITCH(p);
+    sweep_int k = 0;
+    for (sweep_int x = lo; x < a; ++x, ++k) {
+      if (to_row) w[x] = c[k]; else c[k] = w[x];
+    }
+    for (sweep_int x = b; x < hi; ++x, ++k) {
+      if (to_row) w[x] = c[k]; else c[k] = w[x];
+    }
+  }
+}
+
+/* The CPML replay of steps t0 .. t0 + n_steps - 1 from the outer cells'
+ * state (the cells with C-PML terms and the band): per step the ring's
+ * stresses (ring_idx: cells with C-PML terms that plain cells read) into
+ * replay_u, phase 0 on the C-PML cells, its points (the band's phase-0
+ * fields loaded from band_u), the ring's velocities into replay_u, phase 1
+ * likewise; the outer cells' snapshot values into replay_w.  Each slot of
+ * replay_u holds the ring's fields that the reconstruction of the step
+ * reads: velocities at its end, stresses at its start. */
+static void SWEEP_FN(bs_replay)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                sweep_int t0, sweep_int n_steps, int n_threads) {
+  const sweep_int h = SWEEP_H, ss = p->shot_stride;
+  const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
+  SWEEP_EQ_MODEL(f);
+#pragma omp parallel num_threads(n_threads)
+  {
+    const unsigned int fp_state = sweep_flush_denormals();
+    SWEEP_R *wrow = (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2] * SWEEP_EQ_BS_FIELDS);
+    for (sweep_int t = t0; t < t0 + n_steps; ++t) {
+      const sweep_int i = t - t0;
+      SWEEP_R *bu = (SWEEP_R *)f->band_u + i * SWEEP_BS_SLOT(p, p->n_band);
+      SWEEP_R *ru = f->replay_u ? (SWEEP_R *)f->replay_u + i * SWEEP_BS_SLOT(p, p->n_ring) : NULL;
+      SWEEP_R *rw = (SWEEP_R *)f->replay_w + i * SWEEP_BS_SLOT(p, p->n_outer);
+#pragma omp for schedule(static)
+      for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+        SWEEP_FN(bs_copy)(p, SWEEP_EQ_BS_PTRS, SWEEP_EQ_BS_SPLIT, SWEEP_EQ_BS_FIELDS, shot,
+                          shot * ss, f->ring_idx, p->n_ring, ru, 0);
+      for (int k = 0; k < SWEEP_EQ_PHASES; ++k) {
+#pragma omp for schedule(static)
+        for (sweep_int item = 0; item < n_items; ++item) {
+          SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
+          const sweep_int off = shot * ss;
+          SWEEP_EQ_FWD_SHOT(f, off);
+          for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
+            for (sweep_int y = y0; y < y1; ++y) {
+              SWEEP_EQ_REPLAY_ROW(p, wrow, z, y, k);
+              if (SWEEP_FN(store_row)(p, z, y) >= 0)
+                SWEEP_FN(bs_outer_row)(p, f, wrow, rw, shot, z, y, SWEEP_BS_FIRST(k),
+                                       SWEEP_BS_END(k), 0);
+            }
+        }
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+          SWEEP_EQ_REPLAY_POINTS(p, f, k, shot, shot * ss, t, bu);
+          if (k == 0)
+            SWEEP_FN(bs_copy)(p, SWEEP_EQ_BS_PTRS, 0, SWEEP_EQ_BS_SPLIT, shot, shot * ss,
+                              f->ring_idx, p->n_ring, ru, 0);
+        }
+      }
+    }
+    free(wrow);
+    sweep_restore_fp(fp_state);
+  }
+}
+
+/* The reconstruction: steps t_end - 1 down to t_end - n_steps undone on the
+ * plain cells of the fields (their ring cells loaded from replay_u, slot 0:
+ * step t_end - n_steps), each step's snapshot into store slot t - (t_end -
+ * n_steps): the plain cells' values from the undone phases, the outer
+ * cells' from replay_w. */
+static void SWEEP_FN(bs_reverse)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                 sweep_int t_end, sweep_int n_steps, int n_threads) {
+  const sweep_int h = SWEEP_H, ss = p->shot_stride;
+  const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
+  const sweep_int t_begin = t_end - n_steps, mc = SWEEP_FN(store_cells)(p);
+  SWEEP_EQ_MODEL(f);
+#pragma omp parallel num_threads(n_threads)
+  {
+    const unsigned int fp_state = sweep_flush_denormals();
+    SWEEP_R *wrow = (SWEEP_R *)malloc(sizeof(SWEEP_R) * p->shape[2] * SWEEP_EQ_BS_FIELDS);
+    for (sweep_int t = t_end - 1; t >= t_begin; --t) {
+      const sweep_int i = t - t_begin;
+      SWEEP_R *ru = (SWEEP_R *)f->replay_u + i * SWEEP_BS_SLOT(p, p->n_ring);
+      SWEEP_R *rw = (SWEEP_R *)f->replay_w + i * SWEEP_BS_SLOT(p, p->n_outer);
+      SWEEP_R *store = (SWEEP_R *)f->store + i * SWEEP_BS_SLOT(p, mc);
+      for (int k = SWEEP_EQ_PHASES - 1; k >= 0; --k) {
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+          /* Phase 1 reads the fields of phase 0 at the step's end, phase 0
+           * those of phase 1 at its start. */
+          SWEEP_FN(bs_copy)(p, SWEEP_EQ_BS_PTRS, SWEEP_BS_FIRST(1 - k), SWEEP_BS_END(1 - k), shot,
+                            shot * ss, f->ring_idx, p->n_ring, ru, 1);
+          SWEEP_EQ_REV_POINTS(p, f, k, shot, shot * ss, t);
+        }
+#pragma omp for schedule(static)
+        for (sweep_int item = 0; item < n_items; ++item) {
+          SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
+          const sweep_int off = shot * ss;
+          SWEEP_EQ_FWD_SHOT(f, off);
+          for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
+            for (sweep_int y = y0; y < y1; ++y) {
+              const sweep_int srow = SWEEP_FN(store_row)(p, z, y);
+              if (srow < 0) continue;
+              if (!SWEEP_FN(row_mask)(p, z, y)) SWEEP_EQ_REV_ROW(p, wrow, z, y, k);
+              SWEEP_FN(bs_outer_row)(p, f, wrow, rw, shot, z, y, SWEEP_BS_FIRST(k),
+                                     SWEEP_BS_END(k), 1);
+              /* The row's values: its plain cells' from this phase, the others' from the
+               * replay. */
+              const sweep_int lo = p->store_lo[2];
+              for (int v = SWEEP_BS_FIRST(k); v < SWEEP_BS_END(k); ++v)
+                memcpy(store + (v * p->slot_shots + shot) * mc + srow,
+                       wrow + v * SWEEP_WR_PITCH(p) + lo, sizeof(SWEEP_R) * (p->store_hi[2] - lo));
+            }
+        }
+      }
+    }
+    free(wrow);
+    sweep_restore_fp(fp_state);
+  }
+}
+#endif

@@ -174,3 +174,20 @@ static inline void SWEEP_FN(mirror_axis)(const SWEEP_EQ_PARAMS *p, SWEEP_R *u, i
     }
   }
 }
+
+/* Copies fields [F0, F1) of the shot at element offset off at the cells idx[0 .. n)
+ * between the grid (fields[F] + off + idx[r]) and a compact slot (value F of
+ * shot `shot` at slot + (F * slot_shots + shot) * n + r): to_grid 0 saves,
+ * 1 loads.  Boundary saving of the phased systems (cpu_phased.h). */
+static inline void SWEEP_FN(bs_copy)(const SWEEP_EQ_PARAMS *p, SWEEP_R *const *fields, int F0,
+                                     int F1, sweep_int shot, sweep_int off, const sweep_int *idx,
+                                     sweep_int n, SWEEP_R *slot, int to_grid) {
+  if (!slot || !n) return;
+  for (int F = F0; F < F1; ++F) {
+    SWEEP_R *g = fields[F] + off, *c = slot + (F * p->slot_shots + shot) * n;
+    if (to_grid)
+      for (sweep_int r = 0; r < n; ++r) g[idx[r]] = c[r];
+    else
+      for (sweep_int r = 0; r < n; ++r) c[r] = g[idx[r]];
+  }
+}

@@ -46,6 +46,20 @@
   SWEEP_STAG(adj_points)(p, f, &stag_base, k, shot, off, t)
 #define SWEEP_EQ_FWD_GHOSTS(p, k) ((void)0)
 #define SWEEP_EQ_ADJ_GHOSTS(p, k, t) ((void)0)
+#ifdef SWEEP_STAG_BOUNDARY
+/* Boundary saving (cpu_phased.h): the state is the snapshot's fields, row
+ * kinds 4 + k (replay) and 6 + k (reconstruction), el_replay_points and
+ * el_rev_points of the plug-in. */
+#define SWEEP_EQ_BS_FIELDS SWEEP_STAG_SNAP_VALUES
+#define SWEEP_EQ_BS_SPLIT SWEEP_STAG_SNAP_SPLIT
+#define SWEEP_EQ_BS_PTRS (stag_base.f)
+#define SWEEP_EQ_REPLAY_ROW(p, wr, z, y, k) SWEEP_STAG(row)(p, &stag_e, wr, NULL, 0, z, y, 4 + (k))
+#define SWEEP_EQ_REV_ROW(p, wr, z, y, k) SWEEP_STAG(row)(p, &stag_e, wr, NULL, 0, z, y, 6 + (k))
+#define SWEEP_EQ_REPLAY_POINTS(p, f, k, shot, off, t, band) \
+  SWEEP_STAG(replay_points)(p, f, &stag_base, k, shot, off, t, band)
+#define SWEEP_EQ_REV_POINTS(p, f, k, shot, off, t) \
+  SWEEP_STAG(rev_points)(p, f, &stag_base, k, shot, off, t)
+#endif
 #define SWEEP_EQ_FWD_ROTATE() ((void)0)
 #define SWEEP_EQ_ADJ_ROTATE() ((void)0)
 

@@ -58,6 +58,8 @@ typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
   }
 EL_FWD_CELLS_(el_fwd_v_cells, el_fwd_v)
 EL_FWD_CELLS_(el_fwd_s_cells, el_fwd_s)
+EL_FWD_CELLS_(el_rev_v_cells, el_rev_v)
+EL_FWD_CELLS_(el_rev_s_cells, el_rev_s)
 #undef EL_FWD_CELLS_
 
 static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_cells)(EL_ROW_PARAMS,
@@ -116,6 +118,9 @@ EL_KIND(fwd_v)
 EL_KIND(fwd_s)
 EL_KIND(adj_a)
 EL_KIND(adj_b)
+/* Boundary saving's reconstruction runs the plain cells only. */
+EL_PLAIN_(rev_v, 1) EL_PLAIN_(rev_v, 2) EL_PLAIN_(rev_v, 3) EL_PLAIN_(rev_v, 4)
+EL_PLAIN_(rev_s, 1) EL_PLAIN_(rev_s, 2) EL_PLAIN_(rev_s, 3) EL_PLAIN_(rev_s, 4)
 #undef EL_KIND
 #undef EL_PLAIN_
 
@@ -146,9 +151,21 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_psi)(
   }
 }
 
+#define EL_CALL_PLAIN_(kind, args)                           \
+  do {                                                       \
+    switch (e->nh) {                                         \
+      case 1: SWEEP_FN(el_##kind##_plain1) args; break;      \
+      case 2: SWEEP_FN(el_##kind##_plain2) args; break;      \
+      case 3: SWEEP_FN(el_##kind##_plain3) args; break;      \
+      default: SWEEP_FN(el_##kind##_plain4) args; break;     \
+    }                                                        \
+  } while (0)
+
 /* Row (z, y) of one shot in one phase: kind 0/1 forward V/S (wr: the row's
  * snapshot values, or NULL), 2/3 adjoint A/B (st: the row's snapshot from
- * its first stored cell, or NULL; vs: its value stride). */
+ * its first stored cell, or NULL; vs: its value stride); boundary saving:
+ * 4/5 forward V/S on the segments with C-PML terms only (the CPML replay),
+ * 6/7 phase V/S undone on the plain segment only (the reconstruction). */
 static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
     const sweep_acoustic_params *p, const SWEEP_FN(el_ctx_t) * e, SWEEP_R *wr,
     const SWEEP_R *st, sweep_int vs, sweep_int z, sweep_int y, const int kind) {
@@ -157,28 +174,36 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
   const SWEEP_R *sx = st ? st - p->store_lo[2] : NULL;
   const int outer = SWEEP_FN(row_mask)(p, z, y);
 #define EL_ROW(x0, x1, m)                                                                   \
-  if ((x0) < (x1)) {                                                                        \
-    if (kind == 0)                                                                          \
+  if ((x0) < (x1) && (kind < 4 || (kind < 6) == ((m) != 0))) {                              \
+    if (kind == 0 || kind == 4)                                                             \
       EL_CALL_(fwd_v, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
-    else if (kind == 1)                                                                     \
+    else if (kind == 1 || kind == 5)                                                        \
       EL_CALL_(fwd_s, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
     else if (kind == 2)                                                                     \
       EL_CALL_(adj_a, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
-    else                                                                                    \
+    else if (kind == 3)                                                                     \
       EL_CALL_(adj_b, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+    else if (kind == 6)                                                                     \
+      EL_CALL_PLAIN_(rev_v, (e, wr, sx, vs, base, z, y, x0, x1));                           \
+    else                                                                                    \
+      EL_CALL_PLAIN_(rev_s, (e, wr, sx, vs, base, z, y, x0, x1));                           \
   }
   /* The x segments in memory order (x-CPML, plain, x-CPML).  Vectorised,
    * the x-CPML segments widen to whole vectors (a cache line of cells) into
    * the plain middle, where the profiles a = b = 0 make the C-PML form give
    * the plain values exactly (as it does on the model cells a segment already
    * holds): a 22-cell segment (CPML 20, order 4) ran 16 cells as a vector and
-   * 6 scalar, which cost more than the vector (2D forward, perf). */
+   * 6 scalar, which cost more than the vector (2D forward, perf).  Boundary
+   * saving's kinds keep the exact split: its replay runs the cells with
+   * C-PML terms only, its reconstruction the plain cells only. */
   const sweep_int lane = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
   sweep_int xl = p->plain_lo[2], xh = p->plain_hi[2];
-  if (xl > h) xl = h + (xl - h + lane - 1) / lane * lane;
-  if (xl > xh) xl = xh;
-  if (xh < x_end) xh = x_end - (x_end - xh + lane - 1) / lane * lane;
-  if (xh < xl) xh = xl;
+  if (kind < 4) {
+    if (xl > h) xl = h + (xl - h + lane - 1) / lane * lane;
+    if (xl > xh) xl = xh;
+    if (xh < x_end) xh = x_end - (x_end - xh + lane - 1) / lane * lane;
+    if (xh < xl) xh = xl;
+  }
   /* The x-CPML segments' memory variables are a few cache lines per row
    * that the hardware prefetcher, following the plain middle's streams,
    * leaves to miss (one load held ~20 % of the 2D forward's x-segment
@@ -244,17 +269,26 @@ static void SWEEP_FN(el_images)(const sweep_acoustic_params *p, SWEEP_R *const *
 
 /* ---- Points of one shot ---- */
 
-static void SWEEP_FN(el_fwd_points)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
-                                    const SWEEP_FN(el_ctx_t) * e, int phase, sweep_int shot,
-                                    sweep_int off, sweep_int t) {
+/* The sources of phase `phase` of step t, added (sign 1) or taken away
+ * (-1: boundary saving's reconstruction). */
+static void SWEEP_FN(el_sources)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                                 const SWEEP_FN(el_ctx_t) * e, int phase, sweep_int shot,
+                                 sweep_int off, sweep_int t, SWEEP_R sign) {
   const sweep_int ss = p->shot_stride;
   if (f->src_amp) {
     const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
     for (sweep_int k = 0; k < p->n_src; ++k) {
       const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
-      SWEEP_FN(el_source)(e, phase, F, off, cell, amp[(shot * p->n_src + k) * p->nt + t]);
+      SWEEP_FN(el_source)(e, phase, F, off, cell, sign * amp[(shot * p->n_src + k) * p->nt + t]);
     }
   }
+}
+
+static void SWEEP_FN(el_fwd_points)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                                    const SWEEP_FN(el_ctx_t) * e, int phase, sweep_int shot,
+                                    sweep_int off, sweep_int t) {
+  const sweep_int ss = p->shot_stride;
+  SWEEP_FN(el_sources)(p, f, e, phase, shot, off, t, 1);
   if (phase == 0 && f->rec) {
     SWEEP_R *rec = (SWEEP_R *)f->rec;
     for (sweep_int r = 0; r < p->n_rec; ++r) {
@@ -298,6 +332,32 @@ static void SWEEP_FN(el_adj_points)(const sweep_acoustic_params *p, const sweep_
   }
 }
 
+/* ---- Boundary saving (cpu_phased.h's replay and reconstruction) ---- */
+
+/* The CPML replay's points of phase `phase` of step t: the sources, then the
+ * band's fields of the phase loaded from band (the slot of step t: their
+ * values at its end), then, after phase S, the free-surface images (which
+ * may mirror band cells). */
+static void SWEEP_FN(el_replay_points)(const sweep_acoustic_params *p,
+                                       const sweep_elastic_fields *f,
+                                       const SWEEP_FN(el_ctx_t) * e, int phase, sweep_int shot,
+                                       sweep_int off, sweep_int t, const SWEEP_R *band) {
+  SWEEP_FN(el_sources)(p, f, e, phase, shot, off, t, 1);
+  SWEEP_FN(bs_copy)(p, e->f, phase ? EL_ND : 0, phase ? EL_NF : EL_ND, shot, off, f->band_idx,
+                    p->n_band, (SWEEP_R *)band, 1);
+  if (phase == 1) SWEEP_FN(el_images)(p, e->f, off, 0);
+}
+
+/* The reconstruction's points before undoing phase `phase` of step t: the
+ * sources of S taken away, or (before V, once the stresses are those of
+ * step t) the free-surface images refilled and the forces taken away. */
+static void SWEEP_FN(el_rev_points)(const sweep_acoustic_params *p, const sweep_elastic_fields *f,
+                                    const SWEEP_FN(el_ctx_t) * e, int phase, sweep_int shot,
+                                    sweep_int off, sweep_int t) {
+  if (phase == 0) SWEEP_FN(el_images)(p, e->f, off, 0);
+  SWEEP_FN(el_sources)(p, f, e, phase, shot, off, t, -1);
+}
+
 /* ---- The hooks of cpu_skeleton.h / cpu_phased.h (cpu_staggered_hooks.h) ---- */
 
 #define SWEEP_STAG(name) SWEEP_FN(el_##name)
@@ -308,4 +368,5 @@ static void SWEEP_FN(el_adj_points)(const sweep_acoustic_params *p, const sweep_
 #define SWEEP_STAG_SNAP_VALUES EL_NF
 #define SWEEP_STAG_SNAP_SPLIT EL_ND
 #define SWEEP_STAG_GRAD_SLOT 0
+#define SWEEP_STAG_BOUNDARY 1
 #include "cpu_staggered_hooks.h"

@@ -516,6 +516,24 @@ def test_host_cuda_elastic_checkpointing_is_full_storage(cuda_on_host):
             assert np.array_equal(got[key], ref[key]), key
 
 
+@pytest.mark.parametrize(("ndim", "order", "free"), [(2, 4, (0,)), (2, 8, ()), (3, 2, (0, 5))])
+def test_host_cuda_elastic_boundary_saving(ndim, order, free, request):
+    """Boundary saving on cuda/elastic.cu (band save, CPML replay, reconstruction): full
+    storage's gradients to round-off and sweep._C's boundary saving, every source and
+    receiver kind (some on the band and the cells with C-PML terms)."""
+    models, dx, dt, kw = _elastic_problem(ndim, order, free)
+    _, cpu, _ = _elastic(models, dx, dt, kw, memory=BOUNDARY)
+    request.getfixturevalue("cuda_on_host")
+    _, ref, _ = _elastic(models, dx, dt, kw)
+    out, got, _ = _elastic(models, dx, dt, kw, memory=BOUNDARY)
+    assert out.memory_plan.strategy == "boundary"
+    for key in ("vp", "vs", "rho"):
+        scale = np.abs(ref[key]).max()
+        np.testing.assert_allclose(got[key], ref[key], rtol=0, atol=1e-12 * scale, err_msg=key)
+        np.testing.assert_allclose(got[key], cpu[key], rtol=0, atol=1e-11 * scale, err_msg=key)
+    assert np.array_equal(got["source_amplitudes"], ref["source_amplitudes"])
+
+
 def _maxwell_problem(ndim, order, free=(), nt=24):
     """Two shots; in 3D every source and receiver component (two receivers on one cell)."""
     rng = np.random.default_rng(0)

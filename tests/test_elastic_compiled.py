@@ -6,7 +6,8 @@ adjoint its torch-autodiff gradients, for every source and receiver kind,
 free surfaces on any face, 2D and 3D, every order.  The gradients against
 central differences (every source kind x every receiver kind) are in
 tests/test_elastic.py (parametrised by impl), the registry-wide contracts
-(memory strategies, edge cells, estimates) in tests/test_equation_contracts.py.
+(memory strategies, edge cells, estimates) in tests/test_equation_contracts.py,
+boundary saving in tests/test_elastic_boundary.py.
 """
 
 from __future__ import annotations
@@ -152,15 +153,6 @@ def test_threads_and_repeats_are_bitwise_equal():
     assert np.array_equal(b.receivers, c.receivers)
     for key in a.state:
         assert np.array_equal(a.state[key], b.state[key]), key
-
-
-def test_boundary_saving_is_refused():
-    from sweep.propagator.options import BoundaryOptions
-
-    models, dx, dt, kw = _problem(2, 4, nt=10)
-    boundary = MemoryOptions(strategy="boundary", boundary=BoundaryOptions())
-    with pytest.raises(ValueError, match="elastic"):
-        sweep.vjp(sweep.elastic, *models, dx, dt, impl="c", memory=boundary, **kw)
 
 
 # -- the chain rule from the kernels' coefficients to vp, vs, rho -----------------------------

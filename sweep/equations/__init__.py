@@ -518,9 +518,6 @@ REGISTRY: dict[str, EquationSpec] = {
             *PROPAGATION_OPTIONS,
         ),
         snapshot=("D_v", "D_jj", "D_ab + D_ba"),
-        # The interior update runs backwards, but the compiled stepper has no
-        # boundary saving yet (band saves of every field, CPML replay).
-        reversible=False,
         problem="sweep.equations.elastic.problem:random_models",
         description="isotropic elastic velocity-stress system on a staggered grid (2D/3D)",
     ),

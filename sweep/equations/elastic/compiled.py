@@ -16,8 +16,15 @@ kinds (DAS strain rates) are new weights in :mod:`.kinds`, not kernel code.
 
 A snapshot holds one value per field and cell (``sum_b D_ab`` per velocity,
 ``D_jj`` per normal stress, ``D_ab + D_ba`` per shear stress): the factors of
-every coefficient's gradient.  Full storage and checkpointing; not
-reversible (no boundary saving yet).
+every coefficient's gradient.  Full storage, checkpointing and boundary
+saving: without attenuation the velocity-stress update of a plain cell (no
+C-PML terms) runs backwards (the two phases undone in reverse order, the
+same sums subtracted), so the adjoint reconstructs the plain cells' fields
+step by step from the final state, reading the fields of the ring (the
+cells with C-PML terms within a halo of them) from a replay of the CPML
+forward, which in turn reads the band (the plain cells within a halo of the
+CPML's) saved every step (see :class:`CompiledElastic` and
+``sweep_cy/cpu_phased.h``, ``cuda/staggered_cuda.h``).
 """
 
 from __future__ import annotations
@@ -59,10 +66,22 @@ class ElasticState(ForwardState):
         self.psi = {
             (k, ax): engine.field(slot + i) for i, (_, k, ax) in enumerate(memory_slots(nd))
         }
+        self._engine = engine
 
     def parts(self) -> list[Any]:
         """Return views of every array of the state (a checkpoint holds them all)."""
         return [*self.fields, *self.psi.values()]
+
+    def outer_parts(self) -> list[Any]:
+        """Return views of what a CPML replay starts from (boundary saving).
+
+        Every field on the strips of the cells with C-PML terms and the band
+        next to them (:attr:`CompiledElastic.outer_strips`), and each memory
+        variable on the strips of its axis (zero elsewhere).
+        """
+        e = self._engine
+        out = [x[sl] for x in self.fields for ax in e.axes for sl in e.outer_strips[ax]]
+        return out + [x[sl] for (_, ax), x in self.psi.items() for sl in e.cpml_strips[ax]]
 
     def load_from(self, given: dict[str, Any]) -> None:
         """Set this state from a result's ``state`` (a restart)."""
@@ -95,6 +114,9 @@ class ElasticAdjoint(ElasticState):
         self.grad_src = (
             engine.zeros(g.n_shots, engine.n_src_terms, g.nt) if source and g.n_src else None
         )
+        # Boundary saving: the forward fields run backwards, and their snapshots.
+        self.recon: list[Any] | None = None
+        self.recon_store: Any = None
 
 
 def point_terms(eager: EagerElastic, *, source: bool) -> KernelTerms:
@@ -123,7 +145,12 @@ class CompiledElastic(CompiledStepper):
     """
 
     name = "elastic"
-    reversible = False
+    reversible = True
+    replay_sources = True  # sources may sit in the band or the model cells with C-PML terms
+    # Snapshots one reconstruction call writes at most: steps and bytes (a few
+    # steps amortise the call; more only add memory).
+    recon_steps = 8
+    recon_buffer_bytes = 32 << 20
 
     def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0,
                  **options: Any) -> None:  # fmt: skip
@@ -189,10 +216,202 @@ class CompiledElastic(CompiledStepper):
             total += g.n_shots * (self.n_src_terms + g.n_src) * g.nt * item
         return total
 
+    # -- boundary saving -------------------------------------------------------------
+    @functools.cached_property
+    def _bs_cells(self) -> dict[str, np.ndarray]:
+        """The cells of boundary saving, flat indices of a shot in the kernels' layout.
+
+        ``band``: plain cells (no C-PML terms) within a halo, along an axis,
+        of a stored cell with C-PML terms: the CPML replay's inner boundary,
+        saved every step.  ``ring``: stored cells with C-PML terms within a
+        halo of a plain cell: the reconstruction's boundary, from the replay.
+        """
+        g = self.geom
+        stored = np.zeros(g.layout_shape, dtype=bool)
+        stored[g.store_slices()] = True
+        plain = np.zeros(g.layout_shape, dtype=bool)
+        plain[tuple(slice(*g.plain_range(d)) for d in range(g.ndim))] = True
+        outer = stored & ~plain
+
+        def near(mask: np.ndarray) -> np.ndarray:
+            out = np.zeros_like(mask)
+            for d in range(g.ndim):
+                n = mask.shape[d]
+                for k in range(1, g.halo + 1):
+                    if k >= n:
+                        break
+                    lo = [slice(None)] * g.ndim
+                    hi = [slice(None)] * g.ndim
+                    lo[d], hi[d] = slice(0, n - k), slice(k, n)
+                    out[tuple(lo)] |= mask[tuple(hi)]
+                    out[tuple(hi)] |= mask[tuple(lo)]
+            return out
+
+        return {
+            "band": np.flatnonzero(plain & near(outer)).astype(np.int64),
+            "ring": np.flatnonzero(outer & near(plain)).astype(np.int64),
+        }
+
+    @property
+    def band_values(self) -> int:  # type: ignore[override]
+        """State values per band cell: every field."""
+        return self.n_fields
+
+    @property
+    def ring_values(self) -> int:
+        """State values per ring cell: every field."""
+        return self.n_fields
+
+    @property
+    def band_shape(self) -> tuple[int, ...]:
+        """Shape of one step's band save: (fields, shots, band cells)."""
+        return (self.n_fields, self.geom.n_shots, len(self._bs_cells["band"]))
+
+    @property
+    def ring_shape(self) -> tuple[int, ...]:
+        """Shape of one step of the replay's ring fields: (fields, shots, ring cells)."""
+        return (self.n_fields, self.geom.n_shots, len(self._bs_cells["ring"]))
+
+    @functools.cached_property
+    def outer_strips(self) -> dict[int, list[tuple[slice, ...]]]:
+        """Per axis, the slabs of the cells with C-PML terms of that axis and its band."""
+        g = self.geom
+        out = {}
+        for d, ax in enumerate(self.axes):
+            lo, hi = g.plain_range(d)
+            pre = (slice(None),) * (d + 1)
+            n = g.padded_shape[d]
+            out[ax] = [(*pre, slice(0, min(lo + g.halo, n))), (*pre, slice(max(hi - g.halo, 0), n))]
+        return out
+
+    @property
+    def outer_state_bytes(self) -> int:
+        """Bytes of :meth:`ElasticState.outer_parts`."""
+        g = self.geom
+        cells = 0
+        for d, ax in enumerate(self.axes):
+            per = math.prod(g.padded_shape) // g.padded_shape[d]
+            for sl in self.outer_strips[ax]:
+                cells += self.n_fields * per * (sl[-1].stop - sl[-1].start)
+            for sl in self.cpml_strips[ax]:
+                n_psi = sum(1 for _, _, a in memory_slots(g.ndim) if a == ax)
+                cells += n_psi * per * (sl[-1].stop - sl[-1].start)
+        return g.n_shots * cells * self.dtype.itemsize
+
+    @property
+    def _snapshot_bytes(self) -> int:
+        return math.prod(self.snapshot_shape) * self.dtype.itemsize
+
+    def _recon_steps(self) -> int:
+        """Return the steps per reconstruction call."""
+        by_bytes = self.recon_buffer_bytes // self._snapshot_bytes
+        return max(1, min(self.geom.nt, self.recon_steps, by_bytes))
+
+    @property
+    def reconstruction_bytes(self) -> int:
+        """Bytes of the fields run backwards and of the snapshots of one reconstruction call."""
+        return self.n_fields * self.field_bytes + self._recon_steps() * self._snapshot_bytes
+
+    def start_reconstruction(self, adj: ElasticAdjoint, final: ElasticState) -> None:
+        """Run the forward fields backwards alongside ``adj``, from the final state."""
+        adj.recon = [self.copy_field(x, 60 + k) for k, x in enumerate(final.fields)]
+        adj.recon_store = self.zeros(self._recon_steps(), *self.snapshot_shape)
+
+    def _band(self, f: _Fields, replay_w: Any = None, replay_u: Any = None) -> None:
+        c = self._bs_constants
+        f.set("band_idx", c["band"])
+        if replay_w is not None:
+            f.set("replay_w", replay_w)
+            f.set("outer_row", c["outer_row"])
+            f.set("outer_idx", c["outer_idx"])  # the CUDA reconstruction's
+        if replay_u is not None:
+            f.set("replay_u", replay_u)
+            f.set("ring_idx", c["ring"])
+
+    @functools.cached_property
+    def _bs_constants(self) -> dict[str, Any]:
+        g, cells = self.geom, self._bs_cells
+        return {
+            "band": self.kernel_input(cells["band"], dtype=np.int64, name="band indices"),
+            "ring": self.kernel_input(cells["ring"], dtype=np.int64, name="ring indices"),
+            "outer_row": self.kernel_input(g.outer_row, dtype=np.int64, name="outer rows"),
+            "outer_idx": self.kernel_input(g.outer_idx, dtype=np.int64, name="outer cells"),
+        }
+
+    def _params(self, store_every: int, band: bool) -> np.ndarray:
+        p = self._constants["params"].copy()
+        p["store_every"] = store_every
+        cells = self._bs_cells
+        p["n_band"] = len(cells["band"]) if band else 0
+        p["n_outer"] = len(self.geom.outer_idx) if band else 0
+        p["n_cpml"] = 0
+        p["n_ring"] = len(cells["ring"]) if band else 0
+        return p
+
+    def adjoint_steps(
+        self,
+        adj: ElasticAdjoint,
+        coeffs: Any,
+        amp: Any,
+        grad_rec: Any,
+        t_end: int,
+        n: int,
+        *,
+        store: Any = None,
+        store_every: int = 1,
+        band_u_offset: tuple[Any, int] | None = None,
+        replay_w: Any = None,
+        replay_u: Any = None,
+    ) -> None:
+        """Run adjoint steps ``t_end-1`` down to ``t_end-n`` (as ``CompiledStepper``'s).
+
+        With the reconstruction started (boundary saving), each piece of
+        steps first runs the forward fields backwards over it, which writes
+        the piece's snapshots (the plain cells' from the fields undone, the
+        others' from ``replay_w``), then the adjoint steps read them.  The
+        band's saved fields (``band_u_offset``) are not read: the ring's
+        from the replay (``replay_u``) bound the reconstruction.
+        """
+        if getattr(adj, "recon", None) is None:  # also Maxwell's adjoint (no boundary saving)
+            super().adjoint_steps(adj, coeffs, amp, grad_rec, t_end, n, store=store,
+                                  store_every=store_every)  # fmt: skip
+            return
+        t0, hi = t_end - n, t_end
+        while hi > t0:
+            lo = max(t0, hi - adj.recon_store.shape[0])
+            buf = adj.recon_store[: hi - lo]
+            self._reconstruct(adj.recon, coeffs, amp, hi, hi - lo, buf,
+                              replay_w[lo - t0 : hi - t0], replay_u[lo - t0 : hi - t0])  # fmt: skip
+            super().adjoint_steps(adj, coeffs, amp, grad_rec, hi, hi - lo, store=buf)
+            hi = lo
+
+    def _reconstruct(self, recon: list[Any], coeffs: Any, amp: Any, t_end: int, n: int,
+                     store: Any, replay_w: Any, replay_u: Any) -> None:  # fmt: skip
+        """Undo steps ``t_end-1 .. t_end-n`` on the plain cells of ``recon``.
+
+        Their snapshots go to ``store``; ``replay_w``, ``replay_u``: the CPML
+        replay's slots of the same steps.
+        """
+        g = self.geom
+        f = _Fields(self, adjoint=True)
+        self._common(f, coeffs, amp, adjoint=True)
+        for k, x in enumerate(recon):
+            f.set("field", x, k)
+        f.set("store", store)
+        self._band(f, replay_w, replay_u)
+        self._run(g.ndim, g.order, self.dtype == np.float64, True, self._params(1, True), f,
+                  t_end, n, self.n_threads)  # fmt: skip
+
     # -- buffers and states ------------------------------------------------------
     def _layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
         g = self.geom
+        cells = self._bs_cells
         out = super()._layouts()
+        out.update({
+            "band_idx": ((len(cells["band"]),), 0),
+            "ring_idx": ((len(cells["ring"]),), 0),
+            "outer_row": ((len(g.outer_row),), 0),
+        })  # fmt: skip
         out.update({
             "src_amp": ((g.n_shots, self.n_src_terms, g.nt), 0),
             "grad_src": ((g.n_shots, self.n_src_terms, g.nt), 0),

@@ -260,7 +260,7 @@ def elastic(
     storage_bytes_limit_host
         As in :func:`sweep.acoustic` (compiled path).  A snapshot of the
         compiled gradient holds one value per field and cell (5 in 2D, 9 in
-        3D); full storage and checkpointing (no boundary saving yet).
+        3D); full storage, checkpointing and boundary saving.
 
     Returns
     -------
