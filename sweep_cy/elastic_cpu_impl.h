@@ -124,19 +124,25 @@ EL_PLAIN_(rev_s, 1) EL_PLAIN_(rev_s, 2) EL_PLAIN_(rev_s, 3) EL_PLAIN_(rev_s, 4)
 #undef EL_KIND
 #undef EL_PLAIN_
 
+/* Cells [x0, x1) of kind's plain row, the function of the run's order. */
+#define EL_CALL_PLAIN_(kind, args)                           \
+  do {                                                       \
+    switch (e->nh) {                                         \
+      case 1: SWEEP_FN(el_##kind##_plain1) args; break;      \
+      case 2: SWEEP_FN(el_##kind##_plain2) args; break;      \
+      case 3: SWEEP_FN(el_##kind##_plain3) args; break;      \
+      default: SWEEP_FN(el_##kind##_plain4) args; break;     \
+    }                                                        \
+  } while (0)
+
 /* Cells [x0, x1) of kind's row with mask m (a literal). */
-#define EL_CALL_(kind, m, args)                                \
-  do {                                                         \
-    if ((m) == 0) {                                            \
-      switch (e->nh) {                                         \
-        case 1: SWEEP_FN(el_##kind##_plain1) args; break;      \
-        case 2: SWEEP_FN(el_##kind##_plain2) args; break;      \
-        case 3: SWEEP_FN(el_##kind##_plain3) args; break;      \
-        default: SWEEP_FN(el_##kind##_plain4) args; break;     \
-      }                                                        \
-    } else {                                                   \
-      SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)             \
-    }                                                          \
+#define EL_CALL_(kind, m, args)                     \
+  do {                                              \
+    if ((m) == 0) {                                 \
+      EL_CALL_PLAIN_(kind, args);                   \
+    } else {                                        \
+      SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)  \
+    }                                               \
   } while (0)
 
 /* Prefetches the x memory variables that a row's kind reads on cells
@@ -150,16 +156,6 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_psi)(
     SWEEP_FN(prefetch_cells)(e->m[F][2] + base, x0, x1);
   }
 }
-
-#define EL_CALL_PLAIN_(kind, args)                           \
-  do {                                                       \
-    switch (e->nh) {                                         \
-      case 1: SWEEP_FN(el_##kind##_plain1) args; break;      \
-      case 2: SWEEP_FN(el_##kind##_plain2) args; break;      \
-      case 3: SWEEP_FN(el_##kind##_plain3) args; break;      \
-      default: SWEEP_FN(el_##kind##_plain4) args; break;     \
-    }                                                        \
-  } while (0)
 
 /* Row (z, y) of one shot in one phase: kind 0/1 forward V/S (wr: the row's
  * snapshot values, or NULL), 2/3 adjoint A/B (st: the row's snapshot from
