@@ -15,9 +15,11 @@
  * Sources and receivers are single-cell terms, index field * shot_stride +
  * cell (sweep._points.KernelTerms).
  *
- * The equation's .cu file wraps each body in its extern "C" kernel (the host
- * tests find those in its text) and defines, before including this header (after
- * sweep_common.h, its stencil header and sweep_cuda.h):
+ * The equation's .cu file names its kernels with STAG_KERNELS(equation) (and
+ * STAG_BS_KERNELS(equation) with boundary saving: <equation>_forward, ...;
+ * the host tests read them from the preprocessed source) and defines, before
+ * including this header (after sweep_common.h, its stencil header and
+ * sweep_cuda.h):
  *   STAG_CTX                       its context type (pointers of one call)
  *   STAG_CTX_INIT(p, f, e)         fill *e for shot 0 (p, f pointers)
  *   STAG_SHOT(e, off)              the context offset to a shot
@@ -256,4 +258,68 @@ __device__ __forceinline__ void stag_bs_sources(const sweep_acoustic_params &p,
     STAG_SOURCE(&e, phase, F, off, cell, -amp[(shot * p.n_src + k) * p.nt + t]);
   }
 }
+
+/* Boundary saving's kernels of equation eq (eq_bs_copy, ...). */
+#define STAG_BS_KERNELS(eq)                                                                    \
+  extern "C" __global__ void eq##_bs_copy(const sweep_acoustic_params p,                       \
+                                          const sweep_elastic_fields f, sweep_int slot,        \
+                                          int which, int f0, int f1, int to_grid) {            \
+    stag_bs_copy(p, f, slot, which, f0, f1, to_grid);                                          \
+  }                                                                                            \
+  extern "C" __global__ void eq##_bs_rows(const sweep_acoustic_params p,                       \
+                                          const sweep_elastic_fields f, sweep_int slot,        \
+                                          int phase, int reverse) {                            \
+    stag_bs_rows(p, f, slot, phase, reverse);                                                  \
+  }                                                                                            \
+  extern "C" __global__ void eq##_bs_outer(const sweep_acoustic_params p,                      \
+                                           const sweep_elastic_fields f, sweep_int slot) {     \
+    stag_bs_outer(p, f, slot);                                                                 \
+  }                                                                                            \
+  extern "C" __global__ void eq##_bs_sources(const sweep_acoustic_params p,                    \
+                                             const sweep_elastic_fields f, sweep_int t,        \
+                                             int phase) {                                      \
+    stag_bs_sources(p, f, t, phase);                                                           \
+  }
 #endif
+
+/* The kernels of equation eq (eq_forward, ...); slot: the compact snapshot
+ * slot of the step, or -1 (not stored). */
+#define STAG_KERNELS(eq)                                                                       \
+  extern "C" __global__ void eq##_forward(const sweep_acoustic_params p,                       \
+                                          const sweep_elastic_fields f, sweep_int slot,        \
+                                          int phase) {                                         \
+    stag_forward(p, f, slot, phase);                                                           \
+  }                                                                                            \
+  extern "C" __global__ void eq##_adjoint(const sweep_acoustic_params p,                       \
+                                          const sweep_elastic_fields f, sweep_int slot,        \
+                                          int phase) {                                         \
+    stag_adjoint(p, f, slot, phase);                                                           \
+  }                                                                                            \
+  extern "C" __global__ void eq##_forward_sources(const sweep_acoustic_params p,               \
+                                                  const sweep_elastic_fields f, sweep_int t,   \
+                                                  int phase) {                                 \
+    stag_sources(p, f, t, phase, 0);                                                           \
+  }                                                                                            \
+  extern "C" __global__ void eq##_adjoint_sources(const sweep_acoustic_params p,               \
+                                                  const sweep_elastic_fields f, sweep_int t,   \
+                                                  int phase) {                                 \
+    stag_sources(p, f, t, phase, 1);                                                           \
+  }                                                                                            \
+  extern "C" __global__ void eq##_record(const sweep_acoustic_params p,                        \
+                                         const sweep_elastic_fields f, sweep_int t, int phase) { \
+    stag_record(p, f, t, phase);                                                               \
+  }                                                                                            \
+  extern "C" __global__ void eq##_inject_residuals(const sweep_acoustic_params p,              \
+                                                   const sweep_elastic_fields f, sweep_int t,  \
+                                                   int phase) {                                \
+    stag_residuals(p, f, t, phase);                                                            \
+  }                                                                                            \
+  extern "C" __global__ void eq##_images(const sweep_acoustic_params p,                        \
+                                         const sweep_elastic_fields f, int d, int side,        \
+                                         int set, int adjoint) {                               \
+    stag_images(p, f, d, side, set, adjoint);                                                  \
+  }                                                                                            \
+  extern "C" __global__ void eq##_halo(const sweep_acoustic_params p,                          \
+                                       const sweep_elastic_fields f, int d, int side, int set) { \
+    stag_halo(p, f, d, side, set);                                                             \
+  }

@@ -63,9 +63,14 @@ _STRUCT = re.compile(r"\bsweep_\w+_(params|fields)\b")
 
 
 def _kernels(source: str) -> dict[str, list[str]]:
-    """Kernel name -> parameter types, from the source text."""
+    """Kernel name -> parameter types, from the preprocessed source (macros name some)."""
+    proc = subprocess.run(
+        [GXX, "-E", "-P", "-x", "c++", f"-I{_cuda_backend.source_dir()}", "-"],
+        input=source, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
     out = {}
-    for name, params in _KERNEL.findall(source):
+    for name, params in _KERNEL.findall(re.sub(r"\s+", " ", proc.stdout)):
         out[name] = [re.sub(r"\w+\s*$", "", p).strip() for p in params.split(",")]
     return out
 
@@ -127,7 +132,8 @@ def _host_module(
 ) -> _HostModule:
     src = _cuda_backend.source_dir()
     text = (src / f"{equation}.cu").read_text()
-    kernels = _kernels(text)
+    preamble = _cuda_backend.preamble(ndim, order, np.dtype(dtype_str), debug=debug)
+    kernels = _kernels(preamble + text)
     assert kernels, f"no kernels found in {equation}.cu"
     tag = "_debug" if debug else ""
     name = f"{equation}_{ndim}d_o{order}_{np.dtype(dtype_str).name}{tag}.cpp"
@@ -136,7 +142,7 @@ def _host_module(
     unit.write_text(
         _SHIM
         + (_DEBUG_SHIM if debug else "")
-        + _cuda_backend.preamble(ndim, order, np.dtype(dtype_str), debug=debug)
+        + preamble
         + text
         + "".join(_wrapper(n, t) for n, t in kernels.items())
     )
