@@ -36,9 +36,8 @@ def graph_ignored(why: str) -> None:
 def run_compiled(
     call: Call,
     names: tuple[str, ...],
-    make_engine: Callable[[Any], Any],
+    make_engine: Callable[[Any, Any], Any],
     result: Callable[[Call, Any, dict[str, Any]], Any],
-    equation: str,
     *,
     gradient: bool,
 ) -> tuple[Any, Any]:
@@ -57,13 +56,6 @@ def run_compiled(
     xp = np if isinstance(models[0], np.ndarray) else __import__("cupy")
     engine = make_engine(xp, models[0].dtype)
     if xp is not np:  # CuPy models: the CUDA kernels (the coefficients are set up on the host)
-        from . import _cuda_backend
-
-        if engine.name not in _cuda_backend.IMAGE_SETS:
-            raise ValueError(
-                f"{equation} impl='c' has no CUDA kernels yet: pass host (NumPy) arrays "
-                "or use impl='eager'"
-            )
         models = [to_host(m) for m in models]
     amp = None
     if call.amp is not None and g.n_src:

@@ -304,7 +304,7 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[ElasticResult, Any]:
     def engine(xp: Any, dtype: Any) -> CompiledElastic:
         return CompiledElastic(call.geom, xp, dtype, call.n_threads or 0, **call.extra)
 
-    return run_compiled(call, _NAMES, engine, _result, "elastic", gradient=gradient)
+    return run_compiled(call, _NAMES, engine, _result, gradient=gradient)
 
 
 def _compiled_vjp(call: Call) -> tuple[ElasticResult, Callable[[Any], dict[str, Any]]]:

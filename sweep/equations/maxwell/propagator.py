@@ -151,8 +151,7 @@ def _run_compiled(call: Call, *, gradient: bool) -> tuple[MaxwellResult, Any]:
     def engine(xp: Any, dtype: Any) -> CompiledMaxwell:
         return CompiledMaxwell(call.geom, xp, dtype, call.n_threads or 0, **call.extra)
 
-    equation = "sweep.tm2d" if call.geom.ndim == 2 else "sweep.maxwell3d"
-    return run_compiled(call, _NAMES, engine, _result, equation, gradient=gradient)
+    return run_compiled(call, _NAMES, engine, _result, gradient=gradient)
 
 
 def _run(equation: str, arguments: dict[str, Any]) -> MaxwellResult:
