@@ -87,8 +87,7 @@ class ElasticState(ForwardState):
         """Set this state from a result's ``state`` (a restart)."""
         from ..._xp import kernel_array
 
-        nd = len(self.fields)
-        nd = 2 if nd == 5 else 3
+        nd = self._engine.geom.ndim
         for name, x in zip(kinds.fields(nd), self.fields, strict=True):
             x[...] = kernel_array(given[name], x.dtype, name=name, xp=self.xp)
         for key, k, ax in memory_slots(nd):
