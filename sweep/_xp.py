@@ -11,12 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import array_api_compat
-
-# NumPy's namespace, loaded with the package: its first import (a clone of
-# NumPy's attributes, which imports NumPy's lazily loaded submodules such as
-# f2py) took 0.2-0.35 s, which the first call on NumPy arrays paid (half of
-# a 2D elastic forward of 1500 steps, benchmarks/README.md).
-import array_api_compat.numpy
 import numpy as np
 from array_api_compat import (
     array_namespace,
