@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib.machinery
 import os
 import sys
-import warnings
 from pathlib import Path
+
+from ._warn import warn_user
 
 IMPLS = (None, "auto", "c", "eager")
 
@@ -82,9 +83,7 @@ def binding_fix() -> str:
     return "Build sweep from source with a C compiler (pip install .) to enable impl='c'."
 
 
-def resolve_impl(
-    impl: str | None, *, stacklevel: int = 3, compiled: bool = True, equation: str = ""
-) -> str:
+def resolve_impl(impl: str | None, *, compiled: bool = True, equation: str = "") -> str:
     """Return "c" or "eager" for a requested ``impl``.
 
     ``None``/"auto" and "c" use the compiled kernels when ``sweep._C`` imports
@@ -107,10 +106,8 @@ def resolve_impl(
     reason = binding_error()
     if reason is None:
         return "c"
-    warnings.warn(
+    warn_user(
         f"sweep._C is not available ({reason}); falling back to impl='eager', which is much "
-        f"slower and differentiates PyTorch and JAX arrays only. {binding_fix()}",
-        UserWarning,
-        stacklevel=stacklevel,
+        f"slower and differentiates PyTorch and JAX arrays only. {binding_fix()}"
     )
     return "eager"

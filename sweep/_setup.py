@@ -11,7 +11,6 @@ giving its wave speeds; everything else is the same for all of them.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,7 @@ from . import equations as _equations
 from ._callbacks import Callbacks, check_callbacks
 from ._grid import Geometry
 from ._impl import resolve_impl
+from ._warn import warn_user
 from ._xp import array_namespace, is_concrete, library_name, to_host
 
 __all__ = ["Call", "Speeds", "prepare"]
@@ -95,7 +95,6 @@ def prepare(
     wavefields: Sequence[str] = ("u", "u_prev", "psi", "zeta"),
     cfl_scheme: str = "leapfrog",
     compiled: bool = True,
-    stacklevel: int = 5,
     **memory_options: Any,
 ) -> Call:
     """Validate every argument of a propagator call (before any compute).
@@ -120,8 +119,6 @@ def prepare(
     compiled : bool
         Whether the equation has compiled kernels; without them ``impl=None``
         runs eager and ``impl="c"`` is an error.
-    stacklevel : int
-        Stack level of warnings, counted from this function.
     **memory_options
         The memory keywords (see :func:`sweep._memory.check_settings`).
 
@@ -163,7 +160,7 @@ def prepare(
         if not spec.reversible:  # the declaration says so: refused before any compute
             raise _memory.boundary_refused(equation, spec.irreversible)
     callbacks = check_callbacks(forward_callback, backward_callback, callback_frequency)
-    impl = resolve_impl(impl, stacklevel=stacklevel, compiled=compiled, equation=equation)
+    impl = resolve_impl(impl, compiled=compiled, equation=equation)
     if impl == "eager" and backward_callback is not None:
         raise ValueError(
             "backward_callback runs in the compiled adjoint pass (impl='c'); with impl='eager' "
@@ -225,7 +222,7 @@ def prepare(
             raise ValueError(f"max_vel must be a positive velocity, got {max_vel!r}")
         v_max = float(max_vel)
     if source_amplitudes is not None:
-        val.warn_dispersion(source_amplitudes, dt, speed.slowest, spacing, order, stacklevel)
+        val.warn_dispersion(source_amplitudes, dt, speed.slowest, spacing, order)
     if pml_freq is None:
         # The highest frequency resolved with 10 cells per wavelength in the slowest medium.
         pml_freq = speed.slowest / (10.0 * max(spacing))
@@ -250,13 +247,11 @@ def prepare(
         rec_loc=rec_loc,
     )
     if impl == "eager" and not _memory.is_default(mem):
-        warnings.warn(
+        warn_user(
             "the memory options (memory=, storage_mode=, storage_compression=, "
             "model_gradient_sampling_interval=) apply to impl='c'; the eager path is "
             "differentiated by the array library (PropTorch and PropJax checkpoint it by "
-            "default; see their use_ckpt and ckpt_chunks)",
-            UserWarning,
-            stacklevel=stacklevel - 1,  # resolve_impl is one frame deeper
+            "default; see their use_ckpt and ckpt_chunks)"
         )
     if initial_state is not None:
         check_initial_state(initial_state, geom, lead, wavefields)

@@ -10,7 +10,6 @@ models, which the equation passes in.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -20,16 +19,15 @@ from . import _callbacks, _memory
 from . import _validate as val
 from ._api import check_cotangent
 from ._setup import Call
+from ._warn import warn_user
 from ._xp import from_kernel_array, kernel_array, to_host
 
 
 def graph_ignored(why: str) -> None:
     """Warn that ``experimental_cuda_graph=True`` does not apply to this call, and why."""
-    warnings.warn(
+    warn_user(
         f"experimental_cuda_graph=True is ignored {why}: CUDA graphs replay forward runs of "
-        "the compiled kernels on CuPy arrays only",
-        UserWarning,
-        stacklevel=4,
+        "the compiled kernels on CuPy arrays only"
     )
 
 

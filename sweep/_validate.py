@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from . import _fd
+from ._warn import warn_user
 from ._xp import is_concrete, to_host
 
 FLOAT_DTYPES = ("float32", "float64")
@@ -275,7 +275,7 @@ def check_not_on_surface(
 
 
 def warn_dispersion(
-    amp: Any, dt: float, v_min: float, spacing: Sequence[float], order: int, stacklevel: int = 4
+    amp: Any, dt: float, v_min: float, spacing: Sequence[float], order: int
 ) -> None:
     """Warn when the sources carry energy at too few cells per wavelength."""
     if amp.shape[-1] < 4 or not is_concrete(amp):
@@ -291,12 +291,10 @@ def warn_dispersion(
     cells = v_min / (f_max * max(spacing))
     need = MIN_CELLS_PER_WAVELENGTH[order]
     if cells < need:
-        warnings.warn(
+        warn_user(
             f"only {cells:.2g} cells per wavelength at {f_max:.3g} Hz in the slowest medium "
             f"(accuracy={order} needs about {need:g}); expect numerical dispersion. "
             "Use a finer grid_spacing, a higher accuracy or lower-frequency sources.",
-            UserWarning,
-            stacklevel=stacklevel,
         )
 
 
@@ -304,7 +302,7 @@ def warn_dispersion(
 MIN_SAMPLES_PER_PERIOD = 4.0
 
 
-def warn_undersampled(amp: Any, dt: float, stacklevel: int = 4) -> None:
+def warn_undersampled(amp: Any, dt: float) -> None:
     """Warn when ``dt`` samples the sources' spectrum too coarsely (aliasing).
 
     The highest significant frequency (where the amplitude spectrum of the
@@ -325,11 +323,9 @@ def warn_undersampled(amp: Any, dt: float, stacklevel: int = 4) -> None:
     freqs = np.fft.rfftfreq(host.shape[-1], dt)
     f_max = float(freqs[np.nonzero(spec >= 0.05 * spec.max())[0][-1]])
     if f_max * dt * MIN_SAMPLES_PER_PERIOD > 1.0:
-        warnings.warn(
+        warn_user(
             f"dt={dt:g} undersamples the source spectrum: its highest significant frequency "
             f"{f_max:.3g} Hz gets {1.0 / (f_max * dt):.2g} samples per period (the Nyquist "
             f"frequency is {0.5 / dt:.3g} Hz; at least {MIN_SAMPLES_PER_PERIOD:g} are needed). "
             "Use a smaller dt, or a smoother, lower-frequency source wavelet.",
-            UserWarning,
-            stacklevel=stacklevel,
         )

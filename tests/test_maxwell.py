@@ -357,13 +357,15 @@ def test_impl_choices_and_backend_flags():
                                atol=1e-12 * np.abs(a.receivers).max())  # fmt: skip
     with pytest.raises(ValueError, match="contradicts impl='c'"):
         sweep.maxwell3d(*models, **rest, impl="c", python_backend=True)
-    with pytest.warns(UserWarning, match="experimental_cuda_graph=True is ignored on the CPU"):
+    with pytest.warns(UserWarning, match="cuda_graph=True is ignored on the CPU") as w1:
         c = sweep.maxwell3d(*models, **rest, experimental_cuda_graph=True)
     np.testing.assert_array_equal(a.receivers, c.receivers)
-    with pytest.warns(UserWarning, match="ignored when gradients are requested"):
+    with pytest.warns(UserWarning, match="ignored when gradients are requested") as w2:
         sweep.vjp(sweep.maxwell3d, *models, **rest, experimental_cuda_graph=True)
-    with pytest.warns(UserWarning, match=r"ignored with impl='eager' \(python_backend=True"):
+    with pytest.warns(UserWarning, match=r"ignored with impl='eager' \(python_backend=True") as w3:
         sweep.maxwell3d(*models, **rest, python_backend=True, experimental_cuda_graph=True)
+    # raised at three depths in sweep, each names this file (the caller's line)
+    assert {w.filename for w in [*w1, *w2, *w3]} == {__file__}
     with pytest.raises(TypeError, match="experimental_cuda_graph must be True or False"):
         sweep.maxwell3d(*models, **rest, experimental_cuda_graph=1)
     with pytest.raises(ValueError, match="compute_precision must be 'default'"):

@@ -136,6 +136,19 @@ def test_too_few_cells_per_wavelength_warns(problem):
         _call(problem, source_amplitudes=amp)
 
 
+@pytest.mark.parametrize("via", ["call", "vjp"])
+def test_warnings_point_at_the_callers_line(problem, via):
+    """However deep in sweep a warning is raised, it names the user's file and line."""
+    amp = np.zeros_like(problem["source_amplitudes"])
+    amp[..., 5] = 1.0
+    with pytest.warns(UserWarning, match="cells per wavelength") as record:
+        if via == "call":
+            sweep.acoustic(**{**problem, "source_amplitudes": amp})
+        else:
+            sweep.vjp(sweep.acoustic, **{**problem, "source_amplitudes": amp})
+    assert {w.filename for w in record} == {__file__}
+
+
 def test_well_sampled_sources_do_not_warn():
     v = np.full((40, 40), 2000.0)
     amp = ricker(10.0, 200, 1e-3)[None, None]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import inspect
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import equations
 from .._impl import IMPLS
+from .._warn import warn_user
 from .._xp import to_host
 from .options import CUDAOptions, EagerOptions, MemoryOptions
 
@@ -93,11 +93,9 @@ def memory_kwargs(spec: equations.EquationSpec, memory: MemoryOptions | None) ->
     if "memory" in inspect.signature(spec.function).parameters:
         return {"memory": memory}
     if memory.strategy is not None:
-        warnings.warn(
+        warn_user(
             f"sweep.{spec.name} does not implement memory strategy {memory.strategy!r} yet; "
-            "the full forward wavefield is stored instead",
-            UserWarning,
-            stacklevel=4,
+            "the full forward wavefield is stored instead"
         )
     return {}
 

@@ -114,7 +114,7 @@ def _prepare(
         wavefields=_wavefields(ndim), **settings,
     )  # fmt: skip
     if call.amp is not None:
-        warn_undersampled(call.amp, call.geom.dt, stacklevel=4)
+        warn_undersampled(call.amp, call.geom.dt)
     g = call.geom
     call.extra = {
         "source_component": comp.check_components(source_component, g.n_src, ndim, "source"),
