@@ -40,6 +40,11 @@ WAVES = {"acoustic": ("",), "lsrtm": ("0", "1"), "vrz": ("",), "elastic": (), "m
 # per step, and the sets of images each has behind free faces (set k: those
 # forward phase k fills, which adjoint phase 1 - k folds back).
 IMAGE_SETS = {"elastic": (1,), "maxwell": (0, 1)}
+# Reversible staggered systems (boundary saving): by ndim, the fields the
+# first phase updates, [0, split), and the snapshot's field count nf (the
+# second phase updates [split, nf)).  Elastic: the ndim velocities, then the
+# stresses (cpu_phased.h's bs_replay / bs_reverse take the same split).
+PHASE_FIELDS = {"elastic": {2: (2, 5), 3: (3, 9)}}
 # Equations whose boundary-saving adjoint rebuilds each step's snapshot in
 # slot 0 of the store (<equation>_recon_snapshot) and correlates it as full
 # storage does (SWEEP_EQ_RECON_SNAPSHOT of the CPU skeleton).
@@ -306,13 +311,15 @@ class _StaggeredBoundary:
     """Boundary saving's launches for a staggered system (``cuda/staggered_cuda.h``).
 
     In the order of the CPU's ``bs_replay`` and ``bs_reverse``
-    (``sweep_cy/cpu_phased.h``); the state is the snapshot's fields (elastic:
-    5 in 2D, 9 in 3D), phase 0 updating the first ``ndim``.
+    (``sweep_cy/cpu_phased.h``); the state is the snapshot's fields
+    (:data:`PHASE_FIELDS`).
     """
 
-    def __init__(self, kernel, p, f, ndim, h, grid, shot_grid, faces, face_grid) -> None:
+    def __init__(self, equation, kernel, p, f, ndim, h, grid, shot_grid, faces, face_grid) -> None:
+        if equation not in PHASE_FIELDS:
+            raise NotImplementedError(f"no CUDA boundary saving for {equation} (not reversible)")
         self.p, self.f, self.grid, self.shot_grid = p, f, grid, shot_grid
-        self.nf, self.split = (5, 2) if ndim == 2 else (9, 3)
+        self.split, self.nf = PHASE_FIELDS[equation][ndim]
         self.faces, self.face_grid, self.h = faces, face_grid, h
         self.k_copy, self.k_rows = kernel("bs_copy"), kernel("bs_rows")
         self.k_outer, self.k_sources = kernel("bs_outer"), kernel("bs_sources")
@@ -495,7 +502,7 @@ def run_steps(
         sources(shot_grid, (128,), (p[()], f[()], at, ph))
 
     if staggered and (replay or n_band):
-        bs = _StaggeredBoundary(kernel, p, f, ndim, h, grid, shot_grid, faces, face_grid)
+        bs = _StaggeredBoundary(equation, kernel, p, f, ndim, h, grid, shot_grid, faces, face_grid)
         if replay:  # the CPML replay (forward) or the reconstruction (adjoint)
             for step in steps:
                 (bs.reverse if adjoint else bs.replay)(step, step - t_first, sources)
