@@ -11,9 +11,17 @@ huge pages in a fresh process (the host backs a huge page's guest memory
 4 KiB at a time; no compaction stalls), 0.05 s only once the process had
 freed huge pages of its own.  So the first large mapping of a process times
 both (:func:`_huge_pages_pay`: a few huge pages against as much memory in
-4 KiB pages, a few ms) and huge pages are asked for only when they fault in
-faster.  Anonymous mappings are zero-filled, so :func:`zeros` needs no extra
-pass.
+4 KiB pages, a few ms) and huge pages are asked for only when 4 KiB pages
+fault in slowly (more than ~1.5 us a page) and huge pages faster.  Timing
+huge pages alone misled on the second VM: a freed huge page stays backed by
+the host for about a second (then the guest hands it back), so the probe's
+few pages could be backed while the hundreds after them were not.  Fresh
+processes there, 330 MB first touched: 4 KiB pages 0.12-0.15 s every time,
+huge pages 0.015 s within a second of another process freeing its own and
+0.29-0.83 s otherwise; case B (2D 300 x 1000, 4 shots, nt 2000, boundary
+saving) with huge pages forced, cold forward 1.49-1.53 s against
+0.89-0.91 s on 4 KiB pages (warm 0.64-0.70 s either way).  Anonymous
+mappings are zero-filled, so :func:`zeros` needs no extra pass.
 
 NumPy's own allocations are visible to ``tracemalloc``; these are registered
 in NumPy's tracemalloc domain too, so memory accounting (and
@@ -93,6 +101,9 @@ def _anonymous(nbytes: int, huge: bool) -> mmap.mmap:
 # Huge pages timed against 4 KiB pages over this many 2 MiB pages (once per process).
 _PROBE_PAGES = 4
 _HUGE_PAGE = 2 << 20
+# 4 KiB first touch slower than this per 2 MiB (~1.5 us a fault) makes huge
+# pages worth their risk (the first VM: ~7 ms; the second: 0.6-0.9 ms).
+_SLOW_SMALL_PAGES = 3e-3
 _huge_verdict: list[bool] = []
 _probe_lock = threading.Lock()
 
@@ -118,11 +129,16 @@ def _first_touch(huge: bool) -> float:
 
 
 def _huge_pages_pay() -> bool:
-    """Whether huge pages fault in faster than 4 KiB pages here (measured once per process)."""
+    """Whether to ask for huge pages here (measured once per process; module docstring).
+
+    Only where 4 KiB pages fault in slowly and huge pages faster.
+    """
     with _probe_lock:
         if not _huge_verdict:
             try:
-                _huge_verdict.append(_first_touch(True) < _first_touch(False))
+                small = _first_touch(False)
+                slow = small > _SLOW_SMALL_PAGES * _PROBE_PAGES
+                _huge_verdict.append(slow and _first_touch(True) < small)
             except (OSError, ValueError, BufferError):
                 _huge_verdict.append(True)  # could not time it: keep the advice
         return _huge_verdict[0]

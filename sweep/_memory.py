@@ -871,15 +871,47 @@ def _forward_boundary(run: _Fwd) -> None:
     bounds = _store_bounds(engine, bu, progress, align=max(1, plan_.transfer_interval))
     # Segments start the replays; callback steps must end calls (sweep._callbacks).
     bounds = sorted(set(bounds) | set(range(0, nt, seg)) | _callbacks.chunk_bounds(engine, nt))
+    starts = None
     for t0, t1 in pairwise(bounds):
         if t0 % seg == 0:  # the outer state a replay of this segment starts from
-            tape.states.append([x.copy() for x in state.outer_parts()])
+            parts = state.outer_parts()
+            if starts is None:
+                starts = _replay_starts(engine, parts, -(-nt // seg))
+            if starts is None:
+                tape.states.append([x.copy() for x in parts])
+            else:
+                kept = starts[t0 // seg]
+                for dst, src in zip(kept, parts, strict=True):
+                    dst[...] = src
+                tape.states.append(kept)
         n = t1 - t0
         u = window.for_writing(t0, n)
         engine.forward_steps(state, coeffs, amp, t0, n, receivers=receivers, band_u=u)
         bu.put(t0, u)
         bar.update(n)
     tape.actions = list(pairwise(bounds))
+
+
+def _replay_starts(engine: Stepper, parts: list[Any], n: int) -> list[list[Any]] | None:
+    """Room for ``n`` copies of ``parts`` (the states CPML replays start from), or None.
+
+    One host array (:func:`sweep._hostmem.empty`, cached between calls) holds
+    them all: copied one by one, the ~100 MB of case B (2D 300 x 1000, 4
+    shots, nt 2000) came from the allocator and were faulted in afresh, page by
+    page, every call.  None (copy each) off the host or for mixed dtypes.
+    """
+    if engine.xp is not np or not parts or any(x.dtype != parts[0].dtype for x in parts):
+        return None
+    size = sum(x.size for x in parts)
+    buf = _hostmem.empty((n, size), parts[0].dtype)
+    out = []
+    for row in buf:
+        views, k = [], 0
+        for x in parts:
+            views.append(row[k : k + x.size].reshape(x.shape))
+            k += x.size
+        out.append(views)
+    return out
 
 
 def _backward_boundary(run: _Bwd) -> None:
