@@ -153,8 +153,10 @@ MX_FN_(0, 0, 1) MX_FN_(0, 0, 3) MX_FN_(1, 0, 1) MX_FN_(1, 0, 3)
   default: SWEEP_FN(mx_k##kind##_m7_0) args; break;
 #endif
 
-/* Row (z, y) of one shot in one row kind (see mx_cells). */
-static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
+/* Row (z, y) of one shot in one row kind (see mx_cells).  Not inlined: one
+ * copy of its dispatch serves every call site of the time loops (fused and
+ * per phase), a call per row costs nothing next to the row. */
+static __attribute__((noinline)) void SWEEP_FN(mx_row)(
     const sweep_acoustic_params *p, const SWEEP_FN(mx_ctx_t) * e, SWEEP_R *wr,
     const SWEEP_R *st, sweep_int vs, sweep_int z, sweep_int y, const int kind) {
   const sweep_int h = p->halo, x_end = p->shape[2] - h;
@@ -298,4 +300,7 @@ static void SWEEP_FN(mx_adj_points)(const sweep_acoustic_params *p, const sweep_
 #define SWEEP_STAG_SNAP_VALUES MX_SNAP
 #define SWEEP_STAG_SNAP_SPLIT MX_NH
 #define SWEEP_STAG_GRAD_SLOT MX_CA(0)
+/* One sweep per step (cpu_phased.h) unless the points fill images behind
+ * perfect conductors (phase H's points, read by phase E's rows). */
+#define SWEEP_EQ_FUSE(p, f) ((void)(f), !SWEEP_FN(mx_free)(p))
 #include "cpu_staggered_hooks.h"
