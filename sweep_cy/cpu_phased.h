@@ -187,7 +187,8 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
           SWEEP_EQ_FWD_POINTS(p, f, 1, shot, shot * ss, t);
       }
 #endif
-      for (int k = 0; k < SWEEP_EQ_PHASES && !fuse; ++k) {
+      if (!fuse)
+        for (int k = 0; k < SWEEP_EQ_PHASES; ++k) {
 #pragma omp for schedule(static)
         for (sweep_int item = 0; item < n_items; ++item) {
           SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
@@ -278,7 +279,8 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
         }
       }
 #endif
-      for (int k = SWEEP_EQ_PHASES - 1; k >= 0 && !fuse; --k) {
+      if (!fuse)
+        for (int k = SWEEP_EQ_PHASES - 1; k >= 0; --k) {
 #pragma omp for schedule(static)
         for (sweep_int item = 0; item < n_items; ++item) {
           SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
