@@ -194,12 +194,10 @@ class EagerStaggered(EagerBase):
         self.field_live = {}
         self.mirrors = {}
         for name, stag in self.stag.items():
-            # The outer product of the axes' masks (the first product is full-size).
-            mask = None
+            mask = np.ones(g.padded_shape)
             for d in range(nd):
                 live = live_axis(g, d, d in stag, self.held(name, d))
-                live = live.reshape(self._axis_shape(d)[1:])
-                mask = live if mask is None else mask * live
+                mask = mask * live.reshape(self._axis_shape(d)[1:])
             self.field_live[name] = self._asarray(mask[None])
             mirrors = []
             for d in range(nd):

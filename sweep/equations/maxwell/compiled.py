@@ -255,7 +255,7 @@ def coefficient_arrays(eager: EagerMaxwell, epsilon: Any, sigma: Any, mu: Any) -
 
     Keyed by slot (:func:`coefficient_slots`); padded, without a shot axis.
     """
-    c = eager.coefficients(epsilon, sigma, mu, sources=False)
+    c = eager.coefficients(epsilon, sigma, mu)
     out = {}
     for (kind, name), k in coefficient_slots(eager.geom.ndim).items():
         out[k] = c[kind][name] * eager.field_live[name][0]

@@ -34,7 +34,6 @@ normal components need no image.
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -80,23 +79,18 @@ class EagerMaxwell(EagerStaggered):
         super()._setup()
 
     def _setup_points(self) -> None:
-        """Nothing: the point terms are built on first use (the compiled engine has its own)."""
-
-    def _point_terms(self, key: str, loc: Any, n: int, sign: float) -> list[Any]:
         g = self.geom
-        names = self.options.get(key) or ("ey",) * n
-        table = {c: ((c, sign),) for c in comp.electric(g.ndim)}
-        return self.point_terms(node_terms(g, loc, names, table, self.stag, self.valid), n)
-
-    @functools.cached_property
-    def src_terms(self) -> list[Any]:
-        """The sources' point terms: a current (moment) J dV along its component (-cb J to E)."""
-        return self._point_terms("source_component", self.geom.src_loc, self.geom.n_src, -1.0)
-
-    @functools.cached_property
-    def rec_terms(self) -> list[Any]:
-        """The receivers' point terms (E at their components)."""
-        return self._point_terms("receiver_component", self.geom.rec_loc, self.geom.n_rec, 1.0)
+        src = self.options.get("source_component") or ("ey",) * g.n_src
+        rec = self.options.get("receiver_component") or ("ey",) * g.n_rec
+        # A source is a current (moment) J dV along its component: -cb J is added to E.
+        src_table = {c: ((c, -1.0),) for c in comp.electric(g.ndim)}
+        rec_table = {c: ((c, 1.0),) for c in comp.electric(g.ndim)}
+        self.src_terms = self.point_terms(
+            node_terms(g, g.src_loc, src, src_table, self.stag, self.valid), g.n_src
+        )
+        self.rec_terms = self.point_terms(
+            node_terms(g, g.rec_loc, rec, rec_table, self.stag, self.valid), g.n_rec
+        )
 
     # -- models -----------------------------------------------------------------------
     def _mean(self, m: Any, axes: frozenset[int]) -> Any:
@@ -105,15 +99,12 @@ class EagerMaxwell(EagerStaggered):
             m = 0.5 * (m + self._shift(m, d))
         return m
 
-    def coefficients(
-        self, epsilon: Any, sigma: Any, mu: Any, *, sources: bool = True
-    ) -> dict[str, Any]:
+    def coefficients(self, epsilon: Any, sigma: Any, mu: Any) -> dict[str, Any]:
         """Differentiable coefficients on the padded grid (no shot axis), ``dt`` folded in.
 
         ``"ca"``, ``"cb"``: the semi-implicit E update of each component;
         ``"ch"``: ``dt / (mu0 mu)`` of each H component; ``"src"``: the
-        sources' scale ``cb / dV`` by E component (empty unless ``sources``:
-        the compiled kernels scale by ``cb``).
+        sources' scale ``cb / dV`` by E component.
         """
         dt = self.geom.dt
         eps, sig, mu = (self.pad_model(m) for m in (epsilon, sigma, mu))
@@ -122,12 +113,11 @@ class EagerMaxwell(EagerStaggered):
             if name[0] == "e":
                 e = EPS0 * self._mean(eps, stag)
                 s = self._mean(sig, stag) * dt / (2 * e)
-                s1 = 1 + s
-                ca[name] = (1 - s) / s1
-                cb[name] = dt / (e * s1)
+                ca[name] = (1 - s) / (1 + s)
+                cb[name] = dt / (e * (1 + s))
             else:
                 ch[name] = dt / (MU0 * self._mean(mu, stag))
-        src = {c: x / self.dv for c, x in cb.items()} if sources else {}
+        src = {c: x / self.dv for c, x in cb.items()}
         return {"ca": ca, "cb": cb, "ch": ch, "src": src}
 
     # -- the step ---------------------------------------------------------------------
