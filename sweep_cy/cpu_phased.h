@@ -13,6 +13,20 @@
  * (bitwise independent of the number of threads).  The reach SWEEP_H may be
  * a run-time value (p->halo).  No temporal blocking.
  *
+ * Fused steps, where the plug-in defines SWEEP_EQ_FUSE(p, f) and it is true
+ * for a call (no boundary saving): one sweep per step instead of one per
+ * phase.  The lines of the outermost updated axis (2D: rows in y; 3D:
+ * planes in z) are cut into one strip per thread and shot; each strip runs
+ * the first phase's line l, then the second phase's line l - (h - 1) (a
+ * wavefront: the second phase at line j reads the first's lines j - h ..
+ * j + h - 1, which read its own at lines j - h + 1 .. j + h, as every
+ * staggered system of reach h), except for the second phase's lines within
+ * the reach of a neighbour strip, done after a barrier.  The same cells get
+ * the same arithmetic as unfused (bitwise equal results).  The contract of
+ * SWEEP_EQ_FUSE: forward phase 0's points commute with phase 0's rows (they
+ * run before them), the adjoint's points of phase 1 with the adjoint rows
+ * of phase 0 (they run after them), and no ghost rows.
+ *
  * Boundary saving, where the plug-in defines SWEEP_EQ_BS_FIELDS (the state
  * is that many fields, phase 0 updating [0, SWEEP_EQ_BS_SPLIT), phase 1 the
  * rest; a snapshot has one value per field): the forward saves every field
@@ -35,6 +49,7 @@
  *       st + v * SWEEP_SNAP_STRIDE(p)) or NULL (no gradient this step).
  *   SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t), SWEEP_EQ_ADJ_GHOSTS(p, k, t)
  *       after the adjoint rows of phase k.
+ *   SWEEP_EQ_FUSE(p, f)  (optional) whether the call may fuse its phases.
  * Boundary saving's (with SWEEP_EQ_BS_FIELDS, SWEEP_EQ_BS_SPLIT):
  *   SWEEP_EQ_BS_PTRS  the fields of shot 0 (SWEEP_R *[]), in a call's scope.
  *   SWEEP_EQ_REPLAY_ROW(p, wr, z, y, k)  phase k of row (z, y) on its cells
@@ -58,6 +73,57 @@ static void SWEEP_FN(bs_reverse)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
 #define SWEEP_BS_SLOT(p, cells) ((cells) * SWEEP_EQ_BS_FIELDS * (p)->slot_shots)
 #endif
 
+/* Row (z, y) of forward phase k of the shot at off (its context in scope),
+ * its snapshot values into the store's slot. */
+#define SWEEP_PH_FWD_ROW_(z, y, k)                                                         \
+  do {                                                                                     \
+    const sweep_int srow_ = store && wrow ? SWEEP_FN(store_row)(p, z, y) : -1;             \
+    SWEEP_R *wr_ = srow_ >= 0 ? wrow : NULL;                                               \
+    SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr_, z, y, k);                                        \
+    if (srow_ >= 0)                                                                        \
+      for (int v_ = SWEEP_EQ_SNAP_FIRST(k); v_ < SWEEP_EQ_SNAP_END(k); ++v_)               \
+        sweep_stream_copy(store + (v_ * p->slot_shots + shot) * mc + srow_,                \
+                          wr_ + v_ * SWEEP_WR_PITCH(p) + slo2, sizeof(SWEEP_R) * s2);      \
+  } while (0)
+/* Row (z, y) of the adjoint of phase k, with the row's snapshot (if any). */
+#define SWEEP_PH_ADJ_ROW_(z, y, k)                                                         \
+  do {                                                                                     \
+    const sweep_int srow_ = store ? SWEEP_FN(store_row)(p, z, y) : -1;                     \
+    SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, srow_ >= 0 ? store + shot * mc + srow_ : NULL); \
+  } while (0)
+
+#ifdef SWEEP_EQ_FUSE
+/* The fused steps' lines: rows in y (2D) or planes in z (3D). */
+#define SWEEP_FUSE_AXIS (SWEEP_NDIM == 3 ? 0 : 1)
+/* ROW(z, y, k) on every row of line l. */
+#define SWEEP_FUSE_LINE_(ROW, l, k)                                                        \
+  do {                                                                                     \
+    const sweep_int l_ = (l);                                                              \
+    for (sweep_int z = SWEEP_NDIM == 3 ? l_ : 0; z < (SWEEP_NDIM == 3 ? l_ + 1 : 1); ++z)  \
+      for (sweep_int y = SWEEP_NDIM == 3 ? h : l_;                                         \
+           y < (SWEEP_NDIM == 3 ? p->shape[1] - h : l_ + 1); ++y)                          \
+        ROW(z, y, k);                                                                      \
+  } while (0)
+/* Declares strip item's shot, its lines [a, b) and the second phase's lines
+ * [ea, eb) of the wavefront (the others are within h of a neighbour strip). */
+#define SWEEP_FUSE_ITEM_(item, n_strips)                                                   \
+  const sweep_int shot = (item) / (n_strips), s_ = (item) % (n_strips);                    \
+  const sweep_int lo_ = h, n_ = p->shape[SWEEP_FUSE_AXIS] - 2 * h;                         \
+  const sweep_int a = lo_ + n_ * s_ / (n_strips), b = lo_ + n_ * (s_ + 1) / (n_strips);    \
+  const sweep_int ea = s_ ? a + h : a, eb = s_ + 1 < (n_strips) ? b - h + 1 : b;           \
+  const sweep_int off = shot * ss
+/* The wavefront of a strip: phase k0's line l, then phase k1's l - (h - 1). */
+#define SWEEP_FUSE_STRIP_(ROW, k0, k1)                                                     \
+  for (sweep_int l = a; l < b + h - 1; ++l) {                                              \
+    if (l < b) SWEEP_FUSE_LINE_(ROW, l, k0);                                               \
+    if (l - (h - 1) >= ea && l - (h - 1) < eb) SWEEP_FUSE_LINE_(ROW, l - (h - 1), k1);     \
+  }
+/* Phase k1's lines of the strip left out of its wavefront. */
+#define SWEEP_FUSE_BORDERS_(ROW, k1)                                                       \
+  for (sweep_int l = a; l < b; ++l)                                                        \
+    if (l < ea || l >= eb) SWEEP_FUSE_LINE_(ROW, l, k1)
+#endif
+
 void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t0,
                       sweep_int n_steps, int n_threads) {
   if (SWEEP_FN(split_by_shot)(p, n_threads)) {
@@ -77,6 +143,17 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
   SWEEP_EQ_MODEL(f);
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
+#ifdef SWEEP_EQ_FUSE
+  const int fuse = SWEEP_EQ_FUSE(p, f)
+#ifdef SWEEP_EQ_BS_FIELDS
+                   && !f->band_u
+#endif
+      ;
+#else
+  const int fuse = 0;
+#endif
+  const sweep_int n_strips = n_threads, n_strip_items = p->n_shots * n_strips;
+  (void)n_strip_items;
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
@@ -88,23 +165,37 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
       SWEEP_R *store =
           slot >= 0 ? (SWEEP_R *)f->store + slot * SWEEP_EQ_SNAP_VALUES * p->slot_shots * mc
                     : NULL;
-      for (int k = 0; k < SWEEP_EQ_PHASES; ++k) {
+#ifdef SWEEP_EQ_FUSE
+      if (fuse) {
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+          SWEEP_EQ_FWD_POINTS(p, f, 0, shot, shot * ss, t);
+#pragma omp for schedule(static)
+        for (sweep_int item = 0; item < n_strip_items; ++item) {
+          SWEEP_FUSE_ITEM_(item, n_strips);
+          SWEEP_EQ_FWD_SHOT(f, off);
+          SWEEP_FUSE_STRIP_(SWEEP_PH_FWD_ROW_, 0, 1)
+        }
+#pragma omp for schedule(static)
+        for (sweep_int item = 0; item < n_strip_items; ++item) {
+          SWEEP_FUSE_ITEM_(item, n_strips);
+          SWEEP_EQ_FWD_SHOT(f, off);
+          SWEEP_FUSE_BORDERS_(SWEEP_PH_FWD_ROW_, 1);
+        }
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+          SWEEP_EQ_FWD_POINTS(p, f, 1, shot, shot * ss, t);
+      }
+#endif
+      if (!fuse)
+        for (int k = 0; k < SWEEP_EQ_PHASES; ++k) {
 #pragma omp for schedule(static)
         for (sweep_int item = 0; item < n_items; ++item) {
           SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
           const sweep_int off = shot * ss;
           SWEEP_EQ_FWD_SHOT(f, off);
-          for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
-            for (sweep_int y = y0; y < y1; ++y) {
-              const sweep_int srow = store && wrow ? SWEEP_FN(store_row)(p, z, y) : -1;
-              SWEEP_R *wr = srow >= 0 ? wrow : NULL;
-              SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y, k);
-              if (srow >= 0)
-                for (int v = SWEEP_EQ_SNAP_FIRST(k); v < SWEEP_EQ_SNAP_END(k); ++v)
-                  sweep_stream_copy(store + (v * p->slot_shots + shot) * mc + srow,
-                                    wr + v * SWEEP_WR_PITCH(p) + slo2, sizeof(SWEEP_R) * s2);
-            }
-          }
+          for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
+            for (sweep_int y = y0; y < y1; ++y) SWEEP_PH_FWD_ROW_(z, y, k);
         }
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
@@ -150,6 +241,13 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   SWEEP_EQ_MODEL(f);
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
+#ifdef SWEEP_EQ_FUSE
+  const int fuse = SWEEP_EQ_FUSE(p, f);
+#else
+  const int fuse = 0;
+#endif
+  const sweep_int n_strips = n_threads, n_strip_items = p->n_shots * n_strips;
+  (void)n_strip_items;
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
@@ -160,19 +258,36 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
           slot >= 0
               ? (const SWEEP_R *)f->store + slot * SWEEP_EQ_SNAP_VALUES * p->slot_shots * mc
               : NULL;
-      for (int k = SWEEP_EQ_PHASES - 1; k >= 0; --k) {
+#ifdef SWEEP_EQ_FUSE
+      if (fuse) {
+#pragma omp for schedule(static)
+        for (sweep_int item = 0; item < n_strip_items; ++item) {
+          SWEEP_FUSE_ITEM_(item, n_strips);
+          SWEEP_EQ_ADJ_SHOT(f, off);
+          SWEEP_FUSE_STRIP_(SWEEP_PH_ADJ_ROW_, 1, 0)
+        }
+#pragma omp for schedule(static)
+        for (sweep_int item = 0; item < n_strip_items; ++item) {
+          SWEEP_FUSE_ITEM_(item, n_strips);
+          SWEEP_EQ_ADJ_SHOT(f, off);
+          SWEEP_FUSE_BORDERS_(SWEEP_PH_ADJ_ROW_, 0);
+        }
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+          SWEEP_EQ_ADJ_POINTS(p, f, 1, shot, shot * ss, t);
+          SWEEP_EQ_ADJ_POINTS(p, f, 0, shot, shot * ss, t);
+        }
+      }
+#endif
+      if (!fuse)
+        for (int k = SWEEP_EQ_PHASES - 1; k >= 0; --k) {
 #pragma omp for schedule(static)
         for (sweep_int item = 0; item < n_items; ++item) {
           SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
           const sweep_int off = shot * ss;
           SWEEP_EQ_ADJ_SHOT(f, off);
-          for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z) {
-            for (sweep_int y = y0; y < y1; ++y) {
-              const sweep_int srow = store ? SWEEP_FN(store_row)(p, z, y) : -1;
-              SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k,
-                               srow >= 0 ? store + shot * mc + srow : NULL);
-            }
-          }
+          for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
+            for (sweep_int y = y0; y < y1; ++y) SWEEP_PH_ADJ_ROW_(z, y, k);
         }
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
