@@ -16,6 +16,7 @@ import pytest
 
 import sweep
 from sweep.distributed import (
+    NpyLoader,
     TorchContext,
     all_reduce,
     gradient,
@@ -92,6 +93,16 @@ def test_bad_arguments_are_clear_errors():
         gradient(sweep.acoustic, v, client=_FakeClient(), shots_per_group=0, **kw)
     with pytest.raises(ValueError, match="retries"):
         gradient(sweep.acoustic, v, client=_FakeClient(), retries=-1, **kw)
+    with pytest.raises(ValueError, match=r"observed must be a NumPy array .* or a loader"):
+        gradient(sweep.acoustic, v, client=_FakeClient(), **dict(kw, observed=observed[0]))
+    # With a loader the shots are counted from the per-shot keywords, which must agree.
+    loader = dict(kw, observed=NpyLoader("observed.npy"))
+    loader["receiver_locations"] = problem["receiver_locations"][:1]
+    with pytest.raises(ValueError, match=r"receiver_locations has .* but source_amplitudes has 2"):
+        gradient(sweep.acoustic, v, client=_FakeClient(), **loader)
+    no_shots = {k: x for k, x in loader.items() if k not in sweep.distributed.PER_SHOT_KEYWORDS}
+    with pytest.raises(ValueError, match=r"observed is a loader.*give at least one of"):
+        gradient(sweep.acoustic, v, client=_FakeClient(), **no_shots)
 
 
 # -- Dask: a LocalCluster of two worker processes on loopback -----------------------------------
@@ -131,6 +142,27 @@ def test_dask_gradient_equals_serial_and_repeats_bitwise(client):
         results.append((loss, grads))
     (l1, g1), (l2, g2) = results[1:]
     assert l1 == l2 and all(np.array_equal(g1[k], g2[k]) for k in g1)  # bitwise
+
+
+def test_dask_observed_loader_and_large_models_match_the_array_path(client, tmp_path, monkeypatch):
+    """Data read on the workers (NpyLoader) and models sent as a task give the same bits."""
+    v, h, dt, observed, problem = _problem(n_shots=4)
+    kw = dict(grid_spacing=h, dt=dt, client=client, shots_per_group=2, **problem)
+    loss, grads = gradient(sweep.acoustic, v, observed=observed, **kw)  # models inside the tasks
+    np.save(tmp_path / "observed.npy", observed)
+    loss_l, grads_l = gradient(
+        sweep.acoustic, v, observed=NpyLoader(tmp_path / "observed.npy"), **kw
+    )
+    assert loss_l == loss and all(np.array_equal(grads[k], grads_l[k]) for k in grads)
+    # Models above the inline limit go once, as a task the groups depend on.
+    monkeypatch.setattr(sweep.distributed, "_INLINE_MODEL_BYTES", 0)
+    loss_t, grads_t = gradient(sweep.acoustic, v, observed=observed, **kw)
+    assert loss_t == loss and all(np.array_equal(grads[k], grads_t[k]) for k in grads)
+    # A loader's wrong shape is named, with the shots it was asked for.
+    with pytest.raises(ValueError, match=r"observed data of shots (0-1|2-3) have shape"):
+        gradient(sweep.acoustic, v, observed=lambda g: observed[g][:, :-1], retries=0, **kw)
+    with pytest.raises(RuntimeError, match=r"observed-data loader .* failed for shots (0-1|2-3)"):
+        gradient(sweep.acoustic, v, observed=NpyLoader(tmp_path / "missing.npy"), retries=0, **kw)
 
 
 # Misfits of the tests are local functions: pickle cannot send those by reference, so
