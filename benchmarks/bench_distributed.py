@@ -15,7 +15,9 @@ Two measurements (see the "Distributed" section of benchmarks/README.md):
     round (the order reversed every other round), each timed ``--repeats``
     times after an untimed warm-up call; ``--wait-idle`` waits for a quiet
     machine before each round.  Efficiency = T(1 process, 1 thread) /
-    (2 x T(2 workers)).
+    (2 x T(2 workers)).  The cluster runs with
+    ``sweep.distributed.QUIET_DASK_CONFIG``, as ``local_client`` starts it
+    (``--dask-config default``: Dask's own settings).
 
 ``overhead``
     Per-call costs of each engine on loopback for 1, 2 and 4 workers or
@@ -54,7 +56,7 @@ from typing import Any
 import numpy as np
 
 import sweep
-from sweep.distributed import NpyLoader, _model_task, gradient, l2_misfit
+from sweep.distributed import QUIET_DASK_CONFIG, NpyLoader, _model_task, gradient, l2_misfit
 from sweep.models import ricker, surface_acquisition, synthetic_model
 
 # The coarse benchmark grid's dispersion warning, once per call, would bury the output.
@@ -127,17 +129,24 @@ def _timed(fn) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
+# "quiet": sweep.distributed.local_client's QUIET_DASK_CONFIG; "default": Dask's own.
+DASK_CONFIG = "quiet"
+
+
 def _cluster(n_workers: int) -> tuple[Any, Any]:
+    import dask
     import distributed
 
-    cluster = distributed.LocalCluster(
-        n_workers=n_workers,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=":0",  # any free port: a taken 8787 only warns, but noisily
-        silence_logs=logging.ERROR,
-    )
+    settings = QUIET_DASK_CONFIG if DASK_CONFIG == "quiet" else {}
+    with dask.config.set(settings):  # as local_client does
+        cluster = distributed.LocalCluster(
+            n_workers=n_workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=":0",  # any free port: a taken 8787 only warns, but noisily
+            silence_logs=logging.ERROR,
+        )
     return cluster, distributed.Client(cluster, set_as_default=False)
 
 
@@ -426,8 +435,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECONDS",
         help="before each round, wait up to this long for a quiet machine",
     )
+    p.add_argument(
+        "--dask-config",
+        choices=("quiet", "default"),
+        default="quiet",
+        help="the workers' Dask settings: sweep.distributed.QUIET_DASK_CONFIG or Dask's defaults",
+    )
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
+    global DASK_CONFIG
+    DASK_CONFIG = args.dask_config
     parts = args.parts.split(",")
     rounds = 1 if args.quick else args.rounds
     result: dict[str, Any] = {
@@ -439,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
             "load_at_start": _load(),
         },
         "command": " ".join(["python", "benchmarks/bench_distributed.py", *sys.argv[1:]]),
+        "dask_config": QUIET_DASK_CONFIG if args.dask_config == "quiet" else "Dask's defaults",
     }
     if "scaling" in parts:
         result["scaling"] = scaling(

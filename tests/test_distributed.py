@@ -16,11 +16,13 @@ import pytest
 
 import sweep
 from sweep.distributed import (
+    QUIET_DASK_CONFIG,
     NpyLoader,
     TorchContext,
     all_reduce,
     gradient,
     l2_misfit,
+    local_client,
     misfit_from_jax,
     misfit_from_torch,
     shard,
@@ -114,15 +116,25 @@ def client():
     # instead of every 2 s: the race that made a dead worker lose the last copy
     # of scattered models (a cancelled call) then happens nearly every time.
     amm = {"distributed.scheduler.active-memory-manager.interval": "10ms"}
-    with dask.config.set(amm):
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=":0", silence_logs=logging.CRITICAL,  # any free port: never 8787
+    with dask.config.set(amm):  # local_client: the quiet settings too, so they are tested
+        client = local_client(
+            2, host="127.0.0.1", dashboard_address=":0", silence_logs=logging.CRITICAL,
+            set_as_default=False,  # any free port for the dashboard: never 8787
         )  # fmt: skip
-    client = distributed.Client(cluster, set_as_default=False)
+    assert isinstance(client, distributed.Client)
     yield client
-    client.close()
-    cluster.close()
+    client.close()  # and its cluster
+
+
+def test_local_client_workers_run_quiet(client):
+    """The workers started by local_client have QUIET_DASK_CONFIG, one thread each."""
+    import dask
+
+    assert client.nthreads() and set(client.nthreads().values()) == {1}
+    got = client.run(lambda: {k: dask.config.get(k) for k in QUIET_DASK_CONFIG})
+    assert all(values == QUIET_DASK_CONFIG for values in got.values()), got
+    with pytest.raises(ValueError, match="threads_per_worker must be a positive integer"):
+        local_client(2, 0)
 
 
 def test_dask_gradient_equals_serial_and_repeats_bitwise(client):
