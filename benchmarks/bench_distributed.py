@@ -15,9 +15,10 @@ Two measurements (see the "Distributed" section of benchmarks/README.md):
     round (the order reversed every other round), each timed ``--repeats``
     times after an untimed warm-up call; ``--wait-idle`` waits for a quiet
     machine before each round.  Efficiency = T(1 process, 1 thread) /
-    (2 x T(2 workers)).  The cluster runs with
-    ``sweep.distributed.QUIET_DASK_CONFIG``, as ``local_client`` starts it
-    (``--dask-config default``: Dask's own settings).
+    (2 x T(2 workers)).  The cluster is ``sweep.distributed.local_client``'s:
+    ``QUIET_DASK_CONFIG``, each worker pinned to its own core where 2 are
+    all there are (``--no-pin``: not pinned; ``--dask-config default``: a
+    plain ``LocalCluster``, Dask's own settings).
 
 ``overhead``
     Per-call costs of each engine on loopback for 1, 2 and 4 workers or
@@ -56,7 +57,14 @@ from typing import Any
 import numpy as np
 
 import sweep
-from sweep.distributed import QUIET_DASK_CONFIG, NpyLoader, _model_task, gradient, l2_misfit
+from sweep.distributed import (
+    QUIET_DASK_CONFIG,
+    NpyLoader,
+    _model_task,
+    gradient,
+    l2_misfit,
+    local_client,
+)
 from sweep.models import ricker, surface_acquisition, synthetic_model
 
 # The coarse benchmark grid's dispersion warning, once per call, would bury the output.
@@ -129,24 +137,27 @@ def _timed(fn) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
-# "quiet": sweep.distributed.local_client's QUIET_DASK_CONFIG; "default": Dask's own.
+# "quiet": sweep.distributed.local_client (QUIET_DASK_CONFIG, workers pinned to
+# cores when they fill them, unless PIN is False); "default": Dask's own settings.
 DASK_CONFIG = "quiet"
+PIN: bool | None = None
 
 
 def _cluster(n_workers: int) -> tuple[Any, Any]:
-    import dask
     import distributed
 
-    settings = QUIET_DASK_CONFIG if DASK_CONFIG == "quiet" else {}
-    with dask.config.set(settings):  # as local_client does
-        cluster = distributed.LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=":0",  # any free port: a taken 8787 only warns, but noisily
-            silence_logs=logging.ERROR,
-        )
+    kwargs = dict(
+        n_workers=n_workers,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=":0",  # any free port: a taken 8787 only warns, but noisily
+        silence_logs=logging.ERROR,
+    )
+    if DASK_CONFIG == "quiet":
+        client = local_client(**kwargs, pin=PIN, set_as_default=False)
+        return client.cluster, client
+    cluster = distributed.LocalCluster(**kwargs)
     return cluster, distributed.Client(cluster, set_as_default=False)
 
 
@@ -441,10 +452,14 @@ def main(argv: list[str] | None = None) -> int:
         default="quiet",
         help="the workers' Dask settings: sweep.distributed.QUIET_DASK_CONFIG or Dask's defaults",
     )
+    p.add_argument(
+        "--no-pin", action="store_true", help="quiet config: do not pin the workers to cores"
+    )
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
-    global DASK_CONFIG
+    global DASK_CONFIG, PIN
     DASK_CONFIG = args.dask_config
+    PIN = False if args.no_pin else None
     parts = args.parts.split(",")
     rounds = 1 if args.quick else args.rounds
     result: dict[str, Any] = {
@@ -457,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "command": " ".join(["python", "benchmarks/bench_distributed.py", *sys.argv[1:]]),
         "dask_config": QUIET_DASK_CONFIG if args.dask_config == "quiet" else "Dask's defaults",
+        "workers_pinned": args.dask_config == "quiet" and not args.no_pin,
     }
     if "scaling" in parts:
         result["scaling"] = scaling(

@@ -135,6 +135,15 @@ def test_local_client_workers_run_quiet(client):
     assert all(values == QUIET_DASK_CONFIG for values in got.values()), got
     with pytest.raises(ValueError, match="threads_per_worker must be a positive integer"):
         local_client(2, 0)
+    # Pinned (the default) when the 2 workers fill this process's cores: one core each.
+    cores = sorted(os.sched_getaffinity(0))
+    got = sorted(client.run(lambda: sorted(os.sched_getaffinity(0))).values())
+    assert got == ([[c] for c in cores] if len(cores) == 2 else [cores, cores])
+    if len(cores) != 2:
+        with pytest.raises(ValueError, match="pin=True needs worker processes"):
+            local_client(2, pin=True)
+    with pytest.raises(ValueError, match="pin=True needs worker processes"):
+        local_client(len(cores) + 1, pin=True)
 
 
 def test_dask_gradient_equals_serial_and_repeats_bitwise(client):
@@ -200,6 +209,11 @@ def test_dask_a_dead_worker_changes_nothing(client, tmp_path):
     assert marker.exists()  # a worker did die
     assert loss_k == loss and all(np.array_equal(grads[k], grads_k[k]) for k in grads)
     client.wait_for_workers(2, timeout=60)
+    # The restarted worker is pinned again (the plugin runs on every new worker).
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) == 2:
+        got = sorted(client.run(lambda: sorted(os.sched_getaffinity(0))).values())
+        assert got == [[c] for c in cores]
 
 
 def _weighting():
