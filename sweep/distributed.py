@@ -7,8 +7,10 @@ observed data and gradients travel.
 
 Dask (``pip install "sweep[dist]"``)
     :func:`gradient` runs the groups as tasks on a ``dask.distributed``
-    client (a ``LocalCluster`` on one machine, ``dask-jobqueue`` on SLURM or
-    PBS, any other cluster) and sums the group gradients in a fixed order.
+    client (a ``LocalCluster`` on one machine, e.g. from :func:`local_client`,
+    ``dask-jobqueue`` on SLURM or PBS, any other cluster) and sums the group
+    gradients in a fixed order; :class:`NpyLoader` lets the workers read the
+    observed data themselves.
 
 torch.distributed
     :func:`torch_init`, :func:`shard` and :func:`all_reduce` split the shots
@@ -403,7 +405,8 @@ def gradient(
     workers for the duration of each task; ``SWEEP_*`` environment variables
     are the workers' own.  Dask's nanny starts workers with
     ``OMP_NUM_THREADS=1``, so each task uses one OpenMP thread unless
-    ``n_threads`` is given.
+    ``n_threads`` is given.  On one machine, :func:`local_client` starts a
+    cluster set up for this (quiet Dask settings, workers pinned to cores).
     """
     if not callable(getattr(fn, "__sweep_vjp__", None)):
         raise TypeError(f"fn must be a sweep propagator such as sweep.acoustic, got {fn!r}")
