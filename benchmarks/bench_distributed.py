@@ -8,12 +8,17 @@ Two measurements (see the "Distributed" section of benchmarks/README.md):
     ``--memory full`` for full storage): one process with 1 and with 2
     OpenMP threads (``sweep.vjp``), against a Dask ``LocalCluster`` of 2
     worker processes x 1 thread (``sweep.distributed.gradient``, one group
-    of 8 shots per worker), and one group of 8 shots on 1 thread in this
-    process (the compute per group).  The variants alternate within each
+    of 8 shots per worker; and again with each group's observed data read
+    on its worker from a ``.npy`` file, ``observed=NpyLoader(path)``), and
+    one group of 8 shots on 1 thread in this process (the compute per
+    group).  The variants alternate within each
     round (the order reversed every other round), each timed ``--repeats``
     times after an untimed warm-up call; ``--wait-idle`` waits for a quiet
     machine before each round.  Efficiency = T(1 process, 1 thread) /
-    (2 x T(2 workers)).
+    (2 x T(2 workers)).  The cluster is ``sweep.distributed.local_client``'s:
+    ``QUIET_DASK_CONFIG``, each worker pinned to its own core where 2 are
+    all there are (``--no-pin``: not pinned; ``--dask-config default``: a
+    plain ``LocalCluster``, Dask's own settings).
 
 ``overhead``
     Per-call costs of each engine on loopback for 1, 2 and 4 workers or
@@ -43,6 +48,7 @@ import platform
 import socket
 import statistics
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -51,7 +57,14 @@ from typing import Any
 import numpy as np
 
 import sweep
-from sweep.distributed import _model_task, gradient, l2_misfit
+from sweep.distributed import (
+    QUIET_DASK_CONFIG,
+    NpyLoader,
+    _model_task,
+    gradient,
+    l2_misfit,
+    local_client,
+)
 from sweep.models import ricker, surface_acquisition, synthetic_model
 
 # The coarse benchmark grid's dispersion warning, once per call, would bury the output.
@@ -100,13 +113,16 @@ def serial_gradient(p: dict[str, Any], n_threads: int) -> tuple[float, np.ndarra
     return loss, grad
 
 
-def dask_gradient(p: dict[str, Any], client: Any, shots_per_group: int) -> tuple[float, Any]:
+def dask_gradient(
+    p: dict[str, Any], client: Any, shots_per_group: int, observed: Any = None
+) -> tuple[float, Any]:
+    """``sweep.distributed.gradient``; ``observed``: a loader instead of ``p``'s array."""
     loss, grads = gradient(
         sweep.acoustic,
         p["v"],
         grid_spacing=SPACING,
         dt=DT,
-        observed=p["observed"],
+        observed=p["observed"] if observed is None else observed,
         client=client,
         shots_per_group=shots_per_group,
         n_threads=1,
@@ -121,10 +137,16 @@ def _timed(fn) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
+# "quiet": sweep.distributed.local_client (QUIET_DASK_CONFIG, workers pinned to
+# cores when they fill them, unless PIN is False); "default": Dask's own settings.
+DASK_CONFIG = "quiet"
+PIN: bool | None = None
+
+
 def _cluster(n_workers: int) -> tuple[Any, Any]:
     import distributed
 
-    cluster = distributed.LocalCluster(
+    kwargs = dict(
         n_workers=n_workers,
         threads_per_worker=1,
         processes=True,
@@ -132,6 +154,10 @@ def _cluster(n_workers: int) -> tuple[Any, Any]:
         dashboard_address=":0",  # any free port: a taken 8787 only warns, but noisily
         silence_logs=logging.ERROR,
     )
+    if DASK_CONFIG == "quiet":
+        client = local_client(**kwargs, pin=PIN, set_as_default=False)
+        return client.cluster, client
+    cluster = distributed.LocalCluster(**kwargs)
     return cluster, distributed.Client(cluster, set_as_default=False)
 
 
@@ -191,11 +217,16 @@ def scaling(
             for k, v in p["geometry"].items()
         },
     }
+    # The loader variant reads each group's observed data on its worker from this file.
+    data_dir = tempfile.TemporaryDirectory(prefix="sweep_bench_")
+    np.save(Path(data_dir.name) / "observed.npy", p["observed"])
+    loader = NpyLoader(Path(data_dir.name) / "observed.npy")
     cluster, client = _cluster(2)
     times: dict[str, list[float]] = {
         "serial_1thread": [],
         "serial_2threads": [],
         "dask_2x1": [],
+        "dask_2x1_loader": [],
         "group_1thread": [],
     }
     busy: dict[str, list[float]] = {k: [] for k in times}
@@ -207,6 +238,7 @@ def scaling(
             "serial_1thread": lambda: serial_gradient(p, 1),
             "serial_2threads": lambda: serial_gradient(p, 2),
             "dask_2x1": lambda: dask_gradient(p, client, group),
+            "dask_2x1_loader": lambda: dask_gradient(p, client, group, loader),
             "group_1thread": lambda: serial_gradient(one_group, 1),
         }
         for name, fn in variants.items():  # warm-up: imports, first allocations, tuning
@@ -230,13 +262,17 @@ def scaling(
     finally:
         client.close()
         cluster.close()
+        data_dir.cleanup()
     ref_loss, ref = results["serial_2threads"]
     loss, g = results["dask_2x1"]
     agree = float(np.abs(g - ref).max() / np.abs(ref).max())
+    loss_l, g_l = results["dask_2x1_loader"]
+    loader_bitwise = bool(loss_l == loss and np.array_equal(g_l, g))
     best = {k: min(v) for k, v in times.items()}
     median = {k: statistics.median(v) for k, v in times.items()}
     # Samples that got the cores they asked for (95 %): the others shared the machine.
-    wanted = {"serial_1thread": 1, "serial_2threads": 2, "dask_2x1": 2, "group_1thread": 1}
+    wanted = {"serial_1thread": 1, "serial_2threads": 2, "dask_2x1": 2, "dask_2x1_loader": 2,
+              "group_1thread": 1}  # fmt: skip
     clean = {
         k: [t for t, c in zip(times[k], cores[k], strict=True) if c >= 0.95 * wanted[k]]
         for k in times
@@ -263,6 +299,8 @@ def scaling(
         "median_s": median,
         "efficiency_best": best["serial_1thread"] / (2 * best["dask_2x1"]),
         "efficiency_median": median["serial_1thread"] / (2 * median["dask_2x1"]),
+        "efficiency_loader_best": best["serial_1thread"] / (2 * best["dask_2x1_loader"]),
+        "efficiency_loader_median": median["serial_1thread"] / (2 * median["dask_2x1_loader"]),
         "dask_vs_2threads_best": best["serial_2threads"] / best["dask_2x1"],
         "dask_vs_2threads_median": median["serial_2threads"] / median["dask_2x1"],
         "clean_samples_s": clean,
@@ -270,6 +308,7 @@ def scaling(
         "efficiency_clean_best": clean_eff,
         "loss_relative_difference": abs(loss - ref_loss) / ref_loss,
         "gradient_max_difference_over_max": agree,
+        "loader_bitwise_equal_to_array": loader_bitwise,
     }
 
 
@@ -407,8 +446,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECONDS",
         help="before each round, wait up to this long for a quiet machine",
     )
+    p.add_argument(
+        "--dask-config",
+        choices=("quiet", "default"),
+        default="quiet",
+        help="the workers' Dask settings: sweep.distributed.QUIET_DASK_CONFIG or Dask's defaults",
+    )
+    p.add_argument(
+        "--no-pin", action="store_true", help="quiet config: do not pin the workers to cores"
+    )
     p.add_argument("--json", help="write the results here")
     args = p.parse_args(argv)
+    global DASK_CONFIG, PIN
+    DASK_CONFIG = args.dask_config
+    PIN = False if args.no_pin else None
     parts = args.parts.split(",")
     rounds = 1 if args.quick else args.rounds
     result: dict[str, Any] = {
@@ -420,6 +471,8 @@ def main(argv: list[str] | None = None) -> int:
             "load_at_start": _load(),
         },
         "command": " ".join(["python", "benchmarks/bench_distributed.py", *sys.argv[1:]]),
+        "dask_config": QUIET_DASK_CONFIG if args.dask_config == "quiet" else "Dask's defaults",
+        "workers_pinned": args.dask_config == "quiet" and not args.no_pin,
     }
     if "scaling" in parts:
         result["scaling"] = scaling(

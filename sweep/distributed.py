@@ -7,8 +7,10 @@ observed data and gradients travel.
 
 Dask (``pip install "sweep[dist]"``)
     :func:`gradient` runs the groups as tasks on a ``dask.distributed``
-    client (a ``LocalCluster`` on one machine, ``dask-jobqueue`` on SLURM or
-    PBS, any other cluster) and sums the group gradients in a fixed order.
+    client (a ``LocalCluster`` on one machine, e.g. from :func:`local_client`,
+    ``dask-jobqueue`` on SLURM or PBS, any other cluster) and sums the group
+    gradients in a fixed order; :class:`NpyLoader` lets the workers read the
+    observed data themselves.
 
 torch.distributed
     :func:`torch_init`, :func:`shard` and :func:`all_reduce` split the shots
@@ -33,10 +35,13 @@ from ._config import config
 
 __all__ = [
     "PER_SHOT_KEYWORDS",
+    "QUIET_DASK_CONFIG",
+    "NpyLoader",
     "TorchContext",
     "all_reduce",
     "gradient",
     "l2_misfit",
+    "local_client",
     "misfit_from_jax",
     "misfit_from_torch",
     "shard",
@@ -48,8 +53,13 @@ __all__ = [
 PER_SHOT_KEYWORDS = ("source_amplitudes", "source_locations", "receiver_locations")
 # Gradients that are per shot (concatenated in shot order); the others are summed.
 _PER_SHOT_GRADIENTS = ("source_amplitudes",)
+# Models whose copies for all groups together are at most this many bytes travel
+# inside each group's task instead of as one task the groups depend on: on
+# loopback here 12 MB of task data cost ~25 ms and the dependency hop ~7 ms.
+_INLINE_MODEL_BYTES = 2 << 20
 
 Misfit = Callable[[np.ndarray, np.ndarray], tuple[float, np.ndarray]]
+Loader = Callable[[slice], np.ndarray]
 
 
 # -- misfits ------------------------------------------------------------------------------
@@ -194,9 +204,17 @@ def _group_task(
 
     shots = dict(shots)  # the worker's stored copy must stay whole for a rerun
     observed = shots.pop("observed")
+    group = shots.pop("group")
+    if callable(observed):  # a loader: the data are read here, on the worker
+        observed = _load_group(observed, group)
     with config(**settings):  # the client's sweep.config keywords
         out, pullback = vjp(fn, *models, grid_spacing, dt, **shots, **keywords)
         predicted = np.asarray(out.receivers)
+        if observed.shape != predicted.shape:
+            raise ValueError(
+                f"observed data of shots {group.start}-{group.stop - 1} have shape "
+                f"{observed.shape}; the propagator recorded {predicted.shape}"
+            )
         loss, residual = misfit(predicted, observed)
         residual = np.asarray(residual)
         if residual.shape != predicted.shape:
@@ -207,6 +225,50 @@ def _group_task(
         grads = pullback(np.ascontiguousarray(residual, dtype=predicted.dtype))
         getattr(pullback, "release", lambda: None)()
     return {"loss": float(loss), **{k: np.asarray(g) for k, g in grads.items()}}
+
+
+def _load_group(loader: Loader, group: slice) -> np.ndarray:
+    """Call an observed-data loader for one group's shots and check what it returns."""
+    try:
+        data = loader(group)
+    except Exception as exc:
+        raise RuntimeError(
+            f"the observed-data loader {loader!r} failed for shots {group.start}-"
+            f"{group.stop - 1}: {exc}"
+        ) from exc
+    data = np.asarray(data)
+    if data.ndim != 3 or data.shape[0] != group.stop - group.start:
+        raise ValueError(
+            f"the observed-data loader returned shape {data.shape} for shots {group.start}-"
+            f"{group.stop - 1}; it must return ({group.stop - group.start}, n_receivers, nt)"
+        )
+    return data
+
+
+class NpyLoader:
+    """Observed data read on the workers from a ``.npy`` file: ``observed=NpyLoader(path)``.
+
+    The file, ``(n_shots, n_receivers, nt)`` as saved by :func:`numpy.save`,
+    must be readable at ``path`` from every worker (a shared or parallel file
+    system, or the same machine); each task memory-maps it and copies its own
+    group's shots, so the data never pass through the client or the
+    scheduler.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ``.npy`` file, as the workers see it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+
+    def __call__(self, shots: slice) -> np.ndarray:
+        """Return the observed data of ``shots`` (a slice of shot indices)."""
+        return np.array(np.load(self.path, mmap_mode="r")[shots])
+
+    def __repr__(self) -> str:
+        return f"NpyLoader({self.path!r})"
 
 
 def _model_task(model: np.ndarray) -> np.ndarray:
@@ -226,18 +288,30 @@ def _combine(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_shots(observed: Any, keywords: dict[str, Any]) -> int:
-    if not isinstance(observed, np.ndarray) or observed.ndim != 3:
+    if callable(observed):  # a loader: the shots are those of the per-shot keywords
+        given = [k for k in PER_SHOT_KEYWORDS if keywords.get(k) is not None]
+        if not given:
+            raise ValueError(
+                "observed is a loader, so the number of shots comes from the per-shot "
+                f"keywords; give at least one of {', '.join(PER_SHOT_KEYWORDS)}"
+            )
+        ref = given[0]
+        n_shots = int(np.shape(keywords[ref])[0])
+    elif not isinstance(observed, np.ndarray) or observed.ndim != 3:
         raise ValueError(
-            "observed must be a NumPy array (n_shots, n_receivers, nt), got "
+            "observed must be a NumPy array (n_shots, n_receivers, nt) or a loader "
+            "observed(shots: slice) -> array run on the workers (e.g. "
+            f"sweep.distributed.NpyLoader(path)), got "
             f"{type(observed).__name__}{getattr(observed, 'shape', '')}"
         )
-    n_shots = observed.shape[0]
+    else:
+        ref, n_shots = "observed", observed.shape[0]
     for name in PER_SHOT_KEYWORDS:
         x = keywords.get(name)
         if x is not None and np.shape(x)[:1] != (n_shots,):
             raise ValueError(
-                f"{name} has {np.shape(x)[:1] or 'no'} shots along its first axis, but observed "
-                f"has {n_shots}; give every per-shot array the same shots in the same order"
+                f"{name} has {np.shape(x)[:1] or 'no'} shots along its first axis, but "
+                f"{ref} has {n_shots}; give every per-shot array the same shots in the same order"
             )
     return n_shots
 
@@ -267,8 +341,9 @@ def gradient(
     """Misfit and gradient summed over shots, with groups of shots run as Dask tasks.
 
     Each group's forward pass, misfit and adjoint pass run in one task on one
-    worker; the models are sent once per call (as tasks, so that a lost copy
-    can be made again), and the group results are summed in a fixed binary
+    worker; the models travel as task arguments (inside each group's task
+    when small, else once as a task the groups depend on, so that a lost
+    copy can be made again), and the group results are summed in a fixed binary
     tree over the groups (on the workers, the last pair here), so a repeated
     call returns bitwise the same result, whichever workers ran which group,
     and the result equals one serial call over all shots to round-off.  A
@@ -283,9 +358,15 @@ def gradient(
         The propagator's model arrays, in its order (``v`` for acoustic).
     grid_spacing, dt
         As for ``fn``.
-    observed : numpy.ndarray
+    observed : numpy.ndarray or callable
         Observed data ``(n_shots, n_receivers, nt)``, the shape of ``fn``'s
-        ``receivers``.
+        ``receivers``; each group's shots travel inside its task (through
+        the scheduler).  Or a loader ``observed(shots) -> array`` called on
+        the worker with the group's ``slice`` of shot indices, e.g.
+        :class:`NpyLoader` for a ``.npy`` file on a shared file system: the
+        data then never pass through the client or the scheduler (read again
+        if a worker dies).  With a loader, the number of shots is that of the
+        per-shot keywords.  It must pickle, as ``misfit``.
     client : distributed.Client
         The Dask client whose workers run the groups.
     misfit : callable, optional
@@ -324,7 +405,8 @@ def gradient(
     workers for the duration of each task; ``SWEEP_*`` environment variables
     are the workers' own.  Dask's nanny starts workers with
     ``OMP_NUM_THREADS=1``, so each task uses one OpenMP thread unless
-    ``n_threads`` is given.
+    ``n_threads`` is given.  On one machine, :func:`local_client` starts a
+    cluster set up for this (quiet Dask settings, workers pinned to cores).
     """
     if not callable(getattr(fn, "__sweep_vjp__", None)):
         raise TypeError(f"fn must be a sweep propagator such as sweep.acoustic, got {fn!r}")
@@ -362,20 +444,29 @@ def gradient(
     shared = {k: v for k, v in keywords.items() if k not in PER_SHOT_KEYWORDS}
     per_shot = {k: keywords[k] for k in PER_SHOT_KEYWORDS if keywords.get(k) is not None}
     payloads = [
-        {"observed": observed[g], **{k: np.asarray(v)[g] for k, v in per_shot.items()}}
+        {
+            "observed": observed if callable(observed) else observed[g],
+            "group": g,
+            **{k: np.asarray(v)[g] for k, v in per_shot.items()},
+        }
         for g in groups
     ]
-    # The models go out once per call as tasks that return them, not as scattered
-    # data: Dask's active memory manager drops replicas that no queued task needs,
-    # so a broadcast copy per worker does not last, and scattered data whose last
-    # copy dies cannot be recomputed (every task waiting on it is then cancelled).
-    # A task can: the scheduler keeps its argument and runs it again.  Each group's
-    # shots travel inside its task for the same reason.
+    # Models and shots travel as task arguments, never as scattered data: Dask's
+    # active memory manager drops replicas that no queued task needs, so a broadcast
+    # copy per worker does not last, and scattered data whose last copy dies cannot
+    # be recomputed (every task waiting on it is then cancelled).  A task can: the
+    # scheduler keeps its arguments and runs it again.  Small models go inside every
+    # group's task (no dependency to wait for: the groups start ~7 ms sooner here);
+    # larger ones go once, as a task returning them, which the workers copy from
+    # each other.
     settings = config.keywords()
     with dask_config.set({"distributed.admin.large-graph-warning-threshold": "1TB"}):
-        model_futures = [client.submit(_model_task, m, pure=False) for m in models]
+        if len(payloads) * sum(m.nbytes for m in models) <= _INLINE_MODEL_BYTES:
+            model_args: list[Any] = list(models)
+        else:
+            model_args = [client.submit(_model_task, m, pure=False) for m in models]
         tasks = [
-            client.submit(_group_task, fn, model_futures, shots, grid_spacing, dt, shared,
+            client.submit(_group_task, fn, model_args, shots, grid_spacing, dt, shared,
                           misfit, settings, retries=retries, pure=False,
                           **_placement(slots, i))
             for i, shots in enumerate(payloads)
@@ -396,6 +487,132 @@ def gradient(
     total = parts[0] if len(parts) == 1 else _combine(parts[0], parts[1])
     loss = total.pop("loss")
     return loss, total
+
+
+# Dask settings for workers that run one long task at a time.  Each worker's
+# background threads (a 100 Hz stack profiler, a 20 ms event-loop watchdog,
+# monitors) and the scheduler's and nannies' took 11 % of a core during the
+# scaling benchmark's gradient (2 workers); on a machine whose cores all run
+# shot groups, that is taken from the groups.  With these: 3.5 %.
+QUIET_DASK_CONFIG: dict[str, Any] = {
+    "distributed.worker.profile.enabled": False,  # the dashboard's profile stays empty
+    "distributed.admin.tick.interval": "1s",  # blocked-event-loop watchdog
+    "distributed.worker.memory.monitor-interval": "1s",  # the nanny's memory checks
+    "distributed.admin.system-monitor.interval": "2s",  # the dashboard's system plots
+    "distributed.scheduler.work-stealing-interval": "1s",
+}
+
+
+def _pin_this_process(cores: list[int] | None) -> None:
+    """Restrict every thread of this process (and those it starts later) to ``cores``."""
+    if not cores or not hasattr(os, "sched_setaffinity"):
+        return
+    try:
+        threads = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]  # the calling thread; threads started from it inherit
+    for tid in threads:
+        try:
+            os.sched_setaffinity(tid, cores)
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
+def _pinning_plugin(cores_by_name: dict[str, list[int]]) -> Any:
+    """Make a worker plugin pinning worker ``name`` to ``cores_by_name[name]`` (restarts too)."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class PinToCores(WorkerPlugin):
+        name = "sweep-pin-to-cores"
+
+        def __init__(self, cores: dict[str, list[int]]) -> None:
+            self.cores = cores
+
+        def setup(self, worker: Any) -> None:
+            _pin_this_process(self.cores.get(str(worker.name)))
+
+    return PinToCores(cores_by_name)
+
+
+def local_client(
+    n_workers: int | None = None,
+    threads_per_worker: int = 1,
+    *,
+    pin: bool | None = None,
+    **cluster_kwargs: Any,
+) -> Any:
+    """Start a ``LocalCluster`` set up for :func:`gradient` and return a client on it.
+
+    Worker processes of ``threads_per_worker`` threads (default one, so one
+    shot group per core), started with :data:`QUIET_DASK_CONFIG`: Dask's
+    periodic background work in the workers, nannies and scheduler drops
+    from 11 % to 3.5 % of a core while 2 workers compute (measured: see
+    ``docs/distributed.md``).  ``client.close()`` also closes the cluster.
+    For a cluster started otherwise (e.g. ``dask-jobqueue``), set the same
+    values with ``dask.config.set(QUIET_DASK_CONFIG)`` before starting it.
+
+    Parameters
+    ----------
+    n_workers : int, optional
+        Worker processes; default the cores this process may use divided by
+        ``threads_per_worker``.
+    threads_per_worker : int
+        Threads per worker (one task at a time per thread).
+    pin : bool, optional
+        Pin worker ``i`` (its threads) to its own ``threads_per_worker``
+        cores.  Default (None): pin when the workers' threads fill exactly the
+        cores this process may use, in worker processes, on Linux; True
+        demands those conditions.  Two single-threaded groups pinned ran
+        1-3 % faster each on a 2-core machine (``docs/distributed.md``).
+    **cluster_kwargs
+        Passed on to ``distributed.LocalCluster`` (``host``,
+        ``dashboard_address``, ``memory_limit``, ...).
+
+    Returns
+    -------
+    distributed.Client
+    """
+    for name, value in (("n_workers", n_workers), ("threads_per_worker", threads_per_worker)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
+        ):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    try:
+        import dask
+        import distributed
+    except ImportError as exc:
+        raise ImportError(
+            f"sweep.distributed.local_client needs Dask ({exc}): pip install 'sweep[dist]'"
+        ) from None
+    if pin not in (None, True, False):
+        raise ValueError(f"pin must be None, True or False, got {pin!r}")
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_setaffinity") else []
+    if n_workers is None:
+        n_workers = max(1, (len(cores) or os.cpu_count() or 1) // threads_per_worker)
+    cluster_kwargs.setdefault("processes", True)
+    # Pinning is safe when each worker gets whole cores of its own: processes
+    # (threads of one process would share one set), every allowed core used once.
+    fits = (
+        bool(cores) and cluster_kwargs["processes"] and n_workers * threads_per_worker == len(cores)
+    )
+    if pin and not fits:
+        raise ValueError(
+            f"pin=True needs worker processes whose threads fill exactly the {len(cores)} "
+            f"cores this process may use; got {n_workers} worker(s) x {threads_per_worker} "
+            f"thread(s), processes={cluster_kwargs['processes']}; pass pin=None or False"
+        )
+    # The scheduler, nannies and workers read these when they start (the worker
+    # processes receive a copy of this process's Dask config).
+    with dask.config.set(QUIET_DASK_CONFIG):
+        client = distributed.Client(
+            n_workers=int(n_workers), threads_per_worker=int(threads_per_worker), **cluster_kwargs
+        )
+    if fits and pin is not False:
+        # LocalCluster names its workers 0, 1, ...; a restarted worker keeps its name.
+        tpw = int(threads_per_worker)
+        by_name = {str(i): cores[i * tpw : (i + 1) * tpw] for i in range(int(n_workers))}
+        client.register_plugin(_pinning_plugin(by_name))
+    return client
 
 
 def _placement(slots: list[str], i: int) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -16,10 +17,13 @@ import pytest
 
 import sweep
 from sweep.distributed import (
+    QUIET_DASK_CONFIG,
+    NpyLoader,
     TorchContext,
     all_reduce,
     gradient,
     l2_misfit,
+    local_client,
     misfit_from_jax,
     misfit_from_torch,
     shard,
@@ -92,6 +96,16 @@ def test_bad_arguments_are_clear_errors():
         gradient(sweep.acoustic, v, client=_FakeClient(), shots_per_group=0, **kw)
     with pytest.raises(ValueError, match="retries"):
         gradient(sweep.acoustic, v, client=_FakeClient(), retries=-1, **kw)
+    with pytest.raises(ValueError, match=r"observed must be a NumPy array .* or a loader"):
+        gradient(sweep.acoustic, v, client=_FakeClient(), **dict(kw, observed=observed[0]))
+    # With a loader the shots are counted from the per-shot keywords, which must agree.
+    loader = dict(kw, observed=NpyLoader("observed.npy"))
+    loader["receiver_locations"] = problem["receiver_locations"][:1]
+    with pytest.raises(ValueError, match=r"receiver_locations has .* but source_amplitudes has 2"):
+        gradient(sweep.acoustic, v, client=_FakeClient(), **loader)
+    no_shots = {k: x for k, x in loader.items() if k not in sweep.distributed.PER_SHOT_KEYWORDS}
+    with pytest.raises(ValueError, match=r"observed is a loader.*give at least one of"):
+        gradient(sweep.acoustic, v, client=_FakeClient(), **no_shots)
 
 
 # -- Dask: a LocalCluster of two worker processes on loopback -----------------------------------
@@ -103,15 +117,34 @@ def client():
     # instead of every 2 s: the race that made a dead worker lose the last copy
     # of scattered models (a cancelled call) then happens nearly every time.
     amm = {"distributed.scheduler.active-memory-manager.interval": "10ms"}
-    with dask.config.set(amm):
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=":0", silence_logs=logging.CRITICAL,  # any free port: never 8787
+    with dask.config.set(amm):  # local_client: the quiet settings too, so they are tested
+        client = local_client(
+            2, host="127.0.0.1", dashboard_address=":0", silence_logs=logging.CRITICAL,
+            set_as_default=False,  # any free port for the dashboard: never 8787
         )  # fmt: skip
-    client = distributed.Client(cluster, set_as_default=False)
+    assert isinstance(client, distributed.Client)
     yield client
-    client.close()
-    cluster.close()
+    client.close()  # and its cluster
+
+
+def test_local_client_workers_run_quiet(client):
+    """The workers started by local_client have QUIET_DASK_CONFIG, one thread each."""
+    import dask
+
+    assert client.nthreads() and set(client.nthreads().values()) == {1}
+    got = client.run(lambda: {k: dask.config.get(k) for k in QUIET_DASK_CONFIG})
+    assert all(values == QUIET_DASK_CONFIG for values in got.values()), got
+    with pytest.raises(ValueError, match="threads_per_worker must be a positive integer"):
+        local_client(2, 0)
+    # Pinned (the default) when the 2 workers fill this process's cores: one core each.
+    cores = sorted(os.sched_getaffinity(0))
+    got = sorted(client.run(lambda: sorted(os.sched_getaffinity(0))).values())
+    assert got == ([[c] for c in cores] if len(cores) == 2 else [cores, cores])
+    if len(cores) != 2:
+        with pytest.raises(ValueError, match="pin=True needs worker processes"):
+            local_client(2, pin=True)
+    with pytest.raises(ValueError, match="pin=True needs worker processes"):
+        local_client(len(cores) + 1, pin=True)
 
 
 def test_dask_gradient_equals_serial_and_repeats_bitwise(client):
@@ -131,6 +164,27 @@ def test_dask_gradient_equals_serial_and_repeats_bitwise(client):
         results.append((loss, grads))
     (l1, g1), (l2, g2) = results[1:]
     assert l1 == l2 and all(np.array_equal(g1[k], g2[k]) for k in g1)  # bitwise
+
+
+def test_dask_observed_loader_and_large_models_match_the_array_path(client, tmp_path, monkeypatch):
+    """Data read on the workers (NpyLoader) and models sent as a task give the same bits."""
+    v, h, dt, observed, problem = _problem(n_shots=4)
+    kw = dict(grid_spacing=h, dt=dt, client=client, shots_per_group=2, **problem)
+    loss, grads = gradient(sweep.acoustic, v, observed=observed, **kw)  # models inside the tasks
+    np.save(tmp_path / "observed.npy", observed)
+    loss_l, grads_l = gradient(
+        sweep.acoustic, v, observed=NpyLoader(tmp_path / "observed.npy"), **kw
+    )
+    assert loss_l == loss and all(np.array_equal(grads[k], grads_l[k]) for k in grads)
+    # Models above the inline limit go once, as a task the groups depend on.
+    monkeypatch.setattr(sweep.distributed, "_INLINE_MODEL_BYTES", 0)
+    loss_t, grads_t = gradient(sweep.acoustic, v, observed=observed, **kw)
+    assert loss_t == loss and all(np.array_equal(grads[k], grads_t[k]) for k in grads)
+    # A loader's wrong shape is named, with the shots it was asked for.
+    with pytest.raises(ValueError, match=r"observed data of shots (0-1|2-3) have shape"):
+        gradient(sweep.acoustic, v, observed=lambda g: observed[g][:, :-1], retries=0, **kw)
+    with pytest.raises(RuntimeError, match=r"observed-data loader .* failed for shots (0-1|2-3)"):
+        gradient(sweep.acoustic, v, observed=NpyLoader(tmp_path / "missing.npy"), retries=0, **kw)
 
 
 # Misfits of the tests are local functions: pickle cannot send those by reference, so
@@ -156,6 +210,17 @@ def test_dask_a_dead_worker_changes_nothing(client, tmp_path):
     assert marker.exists()  # a worker did die
     assert loss_k == loss and all(np.array_equal(grads[k], grads_k[k]) for k in grads)
     client.wait_for_workers(2, timeout=60)
+    # The restarted worker is pinned again (the plugin runs on every new worker).  The
+    # dead worker may still be listed for a moment, and the new one not yet set up: poll.
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) == 2:
+        deadline = time.monotonic() + 60
+        while True:
+            got = sorted(client.run(lambda: sorted(os.sched_getaffinity(0))).values())
+            if got == [[c] for c in cores] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert got == [[c] for c in cores]
 
 
 def _weighting():
