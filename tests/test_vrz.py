@@ -237,3 +237,22 @@ def test_blocked_forward_is_bitwise_unblocked(ndim, dtype, monkeypatch):
         for n_threads in (1, 3):
             for a, b in zip(reference, forward(blocking, n_threads), strict=True):
                 assert np.array_equal(a, b), (blocking, n_threads)
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_cpu_snapshot_is_compact(ndim):
+    """The C kernels' snapshot: u of every stored cell, W and psi only of the outer cells.
+
+    A plain cell's W is recomputed from u in the adjoint (the gradients
+    against eager above check it); here the size the planner counts.
+    """
+    from sweep.equations.vrz.compiled import CompiledVRZ
+
+    vp, z, problem = _problem(ndim, accuracy=4)
+    out = sweep.vrz(vp, z, **problem, impl="c")
+    g = out.geometry
+    engine = CompiledVRZ(g, np, np.float64)
+    cells, outer = int(np.prod(g.store_shape)), len(g.outer_idx)
+    assert 0 < outer < cells
+    assert engine.snapshot_shape == (g.n_shots, cells + (1 + ndim) * outer)
+    assert np.prod(engine.snapshot_shape) < g.n_shots * (2 + ndim) * cells
