@@ -210,7 +210,8 @@
  *
  * The next equations, in these terms.  VRZ (variable density,
  * vrz_cpu_impl.h): the acoustic state hooks, K and B in SWEEP_EQ_MODEL, 2 +
- * ndim snapshot values per cell, and a gradient that reads neighbour rows
+ * ndim values per cell of a forward row and a compact store record
+ * (SWEEP_EQ_STORE_CELLS, SWEEP_EQ_FWD_STORE), and a gradient that reads neighbour rows
  * (SWEEP_EQ_PAIRED_CORRELATION 0; boundary saving then rebuilds each step's
  * snapshot, SWEEP_EQ_RECON_SNAPSHOT 1).  Born (LSRTM) is lsrtm_cpu_impl.h: both
  * fields in the state declarations and the rotations, the rows updating both,
