@@ -918,8 +918,11 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
                                           : NULL;
           SWEEP_R *st = rsnap + shot * mc;
           /* A run's cells are consecutive in one row of the store too. */
-#define SWEEP_SNAP_CPML_(i0, j0, n) \
-  SWEEP_EQ_RECON_SNAP_CPML(p, st, SWEEP_FN(store_index)(p, i0), j0, n, rw, vs, ovs);
+#define SWEEP_SNAP_CPML_(i0, j0, n)                                 \
+  {                                                                 \
+    const sweep_int m_ = SWEEP_FN(store_index)(p, i0);              \
+    SWEEP_EQ_RECON_SNAP_CPML(p, st, m_, j0, n, rw, vs, ovs);        \
+  }
           if (f->replay_w) SWEEP_CPML_RUNS(p, f, cpml_runs, n_cpml_runs, SWEEP_SNAP_CPML_);
 #undef SWEEP_SNAP_CPML_
         }
