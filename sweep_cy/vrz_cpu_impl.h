@@ -8,8 +8,9 @@
  * the acoustic's (acoustic_cpu_impl.h): u, u_prev, psi / psi_new, zeta
  * forward; mu = K lambda, P, Z adjoint.  The models are K = kappa_dt2 and
  * the buoyancy B.  A snapshot (one record per shot and step,
- * vrz_store_row) holds u^n of every stored cell and W^n and psi^n of each
- * axis of the outer cells (a plain cell's W is recomputed from u, its psi is
+ * vrz_store_row) holds u^n of every stored cell, W^n of the outer cells (a
+ * plain cell's is recomputed from u) or, for compressed stores, of every
+ * stored cell, and psi^n of each axis of the outer cells (a plain cell's is
  * zero); the adjoint pairs it with mu^{n+1} and
  * Z^{n+1} (vrz_gradient_point), which are not written during step n, so a
  * row's gradient may read its neighbour rows at any time of the step.
@@ -48,10 +49,11 @@
   p, kappa_dt2, buoyancy, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1
 #define SWEEP_VRZ_GRAD_PARAMS                                                              \
   const sweep_acoustic_params *p, const SWEEP_R *mu, SWEEP_R *const *Z,                    \
-      const SWEEP_R *const *pa, const SWEEP_R *buoyancy, const SWEEP_R *st, const SWEEP_R *so, \
-      sweep_int no, sweep_int oa, sweep_int ob, SWEEP_R *gk, SWEEP_R *gb, sweep_int base,    \
-      sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
-#define SWEEP_VRZ_GRAD_ARGS p, mu, Z, pa, buoyancy, st, so, no, oa, ob, gk, gb, base, z, y, x0, x1
+      const SWEEP_R *const *pa, const SWEEP_R *buoyancy, const SWEEP_R *st, const SWEEP_R *sw, \
+      const SWEEP_R *sp, sweep_int no, sweep_int oa, sweep_int ob, SWEEP_R *gk, SWEEP_R *gb,   \
+      sweep_int base, sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
+#define SWEEP_VRZ_GRAD_ARGS \
+  p, mu, Z, pa, buoyancy, st, sw, sp, no, oa, ob, gk, gb, base, z, y, x0, x1
 
 /* Forward: W^n goes to wrow[x] when wrow is not NULL. */
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_cells)(SWEEP_VRZ_FWD_PARAMS,
@@ -85,16 +87,18 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_adj_cells)(SWEEP_
 static __attribute__((noinline)) void SWEEP_FN(vrz_grad_edge_cells)(SWEEP_VRZ_GRAD_PARAMS,
                                                                    const int mask) {
   const sweep_int lo = p->store_lo[2], ks = x0 < oa ? lo : ob - (oa - lo);
+  const SWEEP_R *const w = sw + (p->store_layout ? ks - lo : 0);
   for (sweep_int x = x0; x < x1; ++x)
-    SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, buoyancy, st, so, so + no, no, gk, gb, base + x,
-                                 x - lo, x - ks, z, y, x, mask, 1, mask == 0);
+    SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, buoyancy, st, w, sp, no, gk, gb, base + x, x - lo,
+                                 x - ks, z, y, x, mask, 1, mask == 0 && !p->store_layout);
 }
 
 /* The gradients of the stored cells [x0, x1) of a row, of one CPML mask:
- * st holds the row's u (at its first stored cell), so its outer cells' W and
- * psi (vrz_store_row: value v at so[v no + k], k counting the row's outer
- * cells [store_lo, oa) then [ob, store_hi)); a plain cell (mask 0)
- * recomputes W from u.
+ * st holds the row's u (at its first stored cell), sp its outer cells' psi
+ * (of the d'-th axis at sp[d' no + k], k counting the row's outer cells
+ * [store_lo, oa) then [ob, store_hi)) and sw their W at sw[k]; with
+ * store_layout 1 sw holds W of every cell of the row (at sw[x - store_lo]),
+ * else a plain cell (mask 0) recomputes W from u.
  * Cells whose taps stay within the stored cells (in rows that do) take the
  * point function without its halo cases, in a vectorisable loop. */
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_grad_cells)(
@@ -109,16 +113,24 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_grad_cells)(
   a = a < x0 ? x0 : a > x1 ? x1 : a;
   b = b < a ? a : b > x1 ? x1 : b;
   const sweep_int ks = x0 < oa ? lo : ob - (oa - lo);
+  /* sw[k] is the cell's W in either layout: k = x - ks. */
+  const SWEEP_R *const w = sw + (p->store_layout ? ks - lo : 0);
   if (x0 < a)
-    SWEEP_FN(vrz_grad_edge_cells)(p, mu, Z, pa, buoyancy, st, so, no, oa, ob, gk, gb, base, z, y,
-                                  x0, a, mask);
-#pragma omp simd
-  for (sweep_int x = a; x < b; ++x)
-    SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, buoyancy, st, so, so + no, no, gk, gb, base + x,
-                                 x - lo, x - ks, z, y, x, mask, 0, mask == 0);
+    SWEEP_FN(vrz_grad_edge_cells)(p, mu, Z, pa, buoyancy, st, sw, sp, no, oa, ob, gk, gb, base, z,
+                                  y, x0, a, mask);
+#define SWEEP_VRZ_GRAD_LOOP_(recompute)                                                          \
+  _Pragma("omp simd") for (sweep_int x = a; x < b; ++x)                                         \
+      SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, buoyancy, st, w, sp, no, gk, gb, base + x,      \
+                                   x - lo, x - ks, z, y, x, mask, 0, recompute)
+  if (mask == 0 && !p->store_layout) {
+    SWEEP_VRZ_GRAD_LOOP_(1);
+  } else {
+    SWEEP_VRZ_GRAD_LOOP_(0);
+  }
+#undef SWEEP_VRZ_GRAD_LOOP_
   if (b < x1)
-    SWEEP_FN(vrz_grad_edge_cells)(p, mu, Z, pa, buoyancy, st, so, no, oa, ob, gk, gb, base, z, y,
-                                  b, x1, mask);
+    SWEEP_FN(vrz_grad_edge_cells)(p, mu, Z, pa, buoyancy, st, sw, sp, no, oa, ob, gk, gb, base, z,
+                                  y, b, x1, mask);
 }
 
 SWEEP_DEFINE_BY_MASK(vrz_fwd_row, vrz_fwd_cells, (SWEEP_VRZ_FWD_PARAMS), (SWEEP_VRZ_FWD_ARGS))
@@ -128,12 +140,15 @@ SWEEP_DEFINE_BY_MASK(vrz_grad_row, vrz_grad_cells, (SWEEP_VRZ_GRAD_PARAMS),
 
 /* ---- The compact snapshot of the CPU kernels (CUDA's keeps 2 + ndim
  * values of every stored cell): per shot u^n of every stored cell (in
- * store_row order), then W^n and psi^n of each axis of the outer cells (the
- * stored cells outside the plain box, sweep/_grid.py's outer_idx order), one
- * block of vrz_outer_cells each.  A plain cell's W is a stencil of u
- * (vrz_snapshot_w) and its psi zero, so only u is kept there: 1 value per
- * plain cell and 2 + ndim per outer cell instead of 2 + ndim everywhere (2D
- * 300 x 1000, CPML 20: 1.54 values per cell on average instead of 4). ---- */
+ * store_row order), then W^n of the outer cells (the stored cells outside
+ * the plain box, sweep/_grid.py's outer_idx order), and psi^n of each axis of
+ * the outer cells, one block of vrz_outer_cells each.  A plain cell's W is a
+ * stencil of u (recomputed by vrz_gradient_point) and its psi zero, so only
+ * u is kept there: 1 value per plain cell and 2 + ndim per outer cell
+ * instead of 2 + ndim everywhere (2D 300 x 1000, CPML 20: 1.54 values per
+ * cell on average instead of 4).  store_layout 1 (compressed stores, where W
+ * recomputed from rounded u would amplify the rounding) keeps W of every
+ * stored cell in store_row order instead (2.36 values per cell there). ---- */
 
 /* The row's outer cells: [store_lo, *a) and [*b, store_hi) (the skeleton's
  * row_ends). */
@@ -181,17 +196,26 @@ static inline sweep_int SWEEP_FN(vrz_row_off)(const sweep_acoustic_params *p, sw
          (p->store_hi[2] - p->store_lo[2]);
 }
 
-/* A shot's snapshot record: u of the stored cells, then 1 + ndim values of
- * the outer cells. */
-#define SWEEP_VRZ_RECORD(p) \
-  (SWEEP_FN(vrz_cells)(p) + (1 + SWEEP_NDIM) * SWEEP_FN(vrz_outer_cells)(p))
+/* Cells of a record's W block (see above). */
+static inline sweep_int SWEEP_FN(vrz_w_cells)(const sweep_acoustic_params *p) {
+  return p->store_layout ? SWEEP_FN(vrz_cells)(p) : SWEEP_FN(vrz_outer_cells)(p);
+}
 
-/* The outer values of row (z, y) of a record whose row (u) is at st: W at
- * the result, psi of the d'-th axis (d' + 1) vrz_outer_cells further. */
-static inline SWEEP_R *SWEEP_FN(vrz_outer_of)(const sweep_acoustic_params *p, const SWEEP_R *st,
-                                              sweep_int z, sweep_int y) {
-  return (SWEEP_R *)st - SWEEP_FN(vrz_row_off)(p, z, y) + SWEEP_FN(vrz_cells)(p) +
-         SWEEP_FN(vrz_outer_row)(p, z, y);
+/* A shot's snapshot record: u of the stored cells, W, then psi of each axis
+ * of the outer cells. */
+#define SWEEP_VRZ_RECORD(p)                                  \
+  (SWEEP_FN(vrz_cells)(p) + SWEEP_FN(vrz_w_cells)(p) + \
+   SWEEP_NDIM * SWEEP_FN(vrz_outer_cells)(p))
+
+/* Row (z, y) of a record whose row (u) is at st: its W (*w: of the row's
+ * outer cells, or with store_layout 1 of all its cells) and psi of its outer
+ * cells (the d'-th axis's d' vrz_outer_cells further). */
+static inline void SWEEP_FN(vrz_row_of)(const sweep_acoustic_params *p, const SWEEP_R *st,
+                                        sweep_int z, sweep_int y, SWEEP_R **w, SWEEP_R **psi) {
+  const sweep_int orow = SWEEP_FN(vrz_outer_row)(p, z, y);
+  SWEEP_R *const blocks = (SWEEP_R *)st - SWEEP_FN(vrz_row_off)(p, z, y) + SWEEP_FN(vrz_cells)(p);
+  *w = blocks + (p->store_layout ? SWEEP_FN(vrz_row_off)(p, z, y) : orow);
+  *psi = blocks + SWEEP_FN(vrz_w_cells)(p) + orow;
 }
 
 /* Full storage: row (z, y) of a record (dst: its u) from the forward row's
@@ -201,15 +225,17 @@ static inline void SWEEP_FN(vrz_store_row)(const sweep_acoustic_params *p, SWEEP
                                            int outer) {
   const sweep_int lo = p->store_lo[2], hi = p->store_hi[2], pitch = p->shape[2];
   sweep_stream_copy(dst, wr + pitch + lo, sizeof(SWEEP_R) * (size_t)(hi - lo));
-  SWEEP_R *const so = SWEEP_FN(vrz_outer_of)(p, dst, z, y);
+  SWEEP_R *sw, *sp;
+  SWEEP_FN(vrz_row_of)(p, dst, z, y, &sw, &sp);
   const sweep_int no = SWEEP_FN(vrz_outer_cells)(p);
   sweep_int a, b;
   SWEEP_FN(vrz_outer_ends)(p, outer, &a, &b);
-  for (int v = 0; v <= SWEEP_NDIM; ++v) {
+  if (p->store_layout) sweep_stream_copy(sw, wr + lo, sizeof(SWEEP_R) * (size_t)(hi - lo));
+  for (int v = p->store_layout ? 1 : 0; v <= SWEEP_NDIM; ++v) { /* W (v 0), psi of each axis */
     const SWEEP_R *src = wr + (v ? v + 1 : 0) * pitch;
-    if (a > lo) sweep_stream_copy(so + v * no, src + lo, sizeof(SWEEP_R) * (size_t)(a - lo));
-    if (hi > b)
-      sweep_stream_copy(so + v * no + (a - lo), src + b, sizeof(SWEEP_R) * (size_t)(hi - b));
+    SWEEP_R *const out = v ? sp + (v - 1) * no : sw;
+    if (a > lo) sweep_stream_copy(out, src + lo, sizeof(SWEEP_R) * (size_t)(a - lo));
+    if (hi > b) sweep_stream_copy(out + (a - lo), src + b, sizeof(SWEEP_R) * (size_t)(hi - b));
   }
 }
 
@@ -262,10 +288,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_adj_full_row)(
 #define SWEEP_VRZ_ROW(x0, x1, m)                                                               \
   if ((x0) < (x1))                                                                             \
   SWEEP_CALL_BY_MASK(vrz_grad_row, m,                                                          \
-                     (p, mu, Z, pa, buoyancy, st, so, no, oa, ob, gk, gb, base, z, y, x0, x1))
+                     (p, mu, Z, pa, buoyancy, st, sw, sp, no, oa, ob, gk, gb, base, z, y, x0,  \
+                      x1))
 #define SWEEP_VRZ_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_VRZ_ROW, m, (void)0)
   if (st) {
-    const SWEEP_R *const so = SWEEP_FN(vrz_outer_of)(p, st, z, y);
+    SWEEP_R *sw, *sp;
+    SWEEP_FN(vrz_row_of)(p, st, z, y, &sw, &sp);
     const sweep_int no = SWEEP_FN(vrz_outer_cells)(p);
     sweep_int oa, ob;
     SWEEP_FN(vrz_outer_ends)(p, outer, &oa, &ob);
@@ -335,8 +363,11 @@ SWEEP_ONCE_FN void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
   const sweep_int base = z * p->stride[0] + y * p->stride[1], lo = p->store_lo[2];
   sweep_int a, b;
   SWEEP_FN(vrz_outer_ends)(p, SWEEP_FN(row_mask)(p, z, y), &a, &b);
-  SWEEP_R *const sw = SWEEP_FN(vrz_outer_of)(p, st, z, y) - (x0 < a ? lo : b - (a - lo));
-  (void)vs;
+  SWEEP_R *w, *psi;
+  SWEEP_FN(vrz_row_of)(p, st, z, y, &w, &psi);
+  /* w[x]: the cell's W, by outer cell or (store_layout 1) by cell. */
+  SWEEP_R *const sw = w - (p->store_layout || x0 < a ? lo : b - (a - lo));
+  (void)vs, (void)psi;
 #pragma omp simd
   for (sweep_int x = x0; x < x1; ++x) {
     sw[x] = SWEEP_FN(vrz_w_band_point)(p, buoyancy, ru, rpsi, base + x, z, y, x, mask);
@@ -448,16 +479,21 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_RECON_SOURCE(i, j, a) (ru_next[i] -= kappa_dt2[j] * buoyancy[j] * (a))
 #define SWEEP_EQ_RECON_LOAD_BAND(i, v, x) (ru_next[i] = (x))
 /* The CPML replay's W, u, psi of the n outer cells from j (CPML cells) into
- * the record st: u from m, W and psi from j of the outer blocks. */
-#define SWEEP_EQ_RECON_SNAP_CPML(p, st, m, j, n, rw, vs, ovs)                              \
-  do {                                                                                     \
-    SWEEP_R *const so_ = (st) + SWEEP_FN(vrz_cells)(p);                                    \
-    const sweep_int no_ = SWEEP_FN(vrz_outer_cells)(p);                                    \
-    (void)(vs);                                                                            \
-    for (sweep_int x_ = 0; x_ < (n); ++x_) (st)[(m) + x_] = (rw)[(ovs) + (j) + x_];        \
-    for (int v_ = 0; v_ <= SWEEP_NDIM; ++v_)                                               \
-      for (sweep_int x_ = 0; x_ < (n); ++x_)                                               \
-        so_[v_ * no_ + (j) + x_] = (rw)[(v_ ? v_ + 1 : 0) * (ovs) + (j) + x_];             \
+ * the record st: u from m, W from j of its block (from m with store_layout 1)
+ * and psi from j of the outer blocks. */
+#define SWEEP_EQ_RECON_SNAP_CPML(p, st, m, j, n, rw, vs, ovs)                               \
+  do {                                                                                      \
+    SWEEP_R *const sw_ = (st) + SWEEP_FN(vrz_cells)(p) + ((p)->store_layout ? (m) : (j));   \
+    SWEEP_R *const sp_ = (st) + SWEEP_FN(vrz_cells)(p) + SWEEP_FN(vrz_w_cells)(p) + (j);    \
+    const sweep_int no_ = SWEEP_FN(vrz_outer_cells)(p);                                     \
+    (void)(vs);                                                                             \
+    for (sweep_int x_ = 0; x_ < (n); ++x_) {                                                \
+      (st)[(m) + x_] = (rw)[(ovs) + (j) + x_];                                              \
+      sw_[x_] = (rw)[(j) + x_];                                                             \
+    }                                                                                       \
+    for (int v_ = 0; v_ < SWEEP_NDIM; ++v_)                                                 \
+      for (sweep_int x_ = 0; x_ < (n); ++x_)                                                \
+        sp_[v_ * no_ + x_] = (rw)[(v_ + 2) * (ovs) + (j) + x_];                             \
   } while (0)
 /* The ring's u^t into ru and its psi^t into ru_next (as acoustic's), read by
  * the band's snapshot (vrz_recon_snap_band). */

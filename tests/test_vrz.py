@@ -244,7 +244,9 @@ def test_cpu_snapshot_is_compact(ndim):
     """The C kernels' snapshot: u of every stored cell, W and psi only of the outer cells.
 
     A plain cell's W is recomputed from u in the adjoint (the gradients
-    against eager above check it); here the size the planner counts.
+    against eager above check it); here the size the planner counts.  A bf16
+    store keeps W of every cell (recomputed from rounded u it would carry
+    several times the rounding error), and the kernels refuse other records.
     """
     from sweep.equations.vrz.compiled import CompiledVRZ
 
@@ -256,3 +258,8 @@ def test_cpu_snapshot_is_compact(ndim):
     assert 0 < outer < cells
     assert engine.snapshot_shape == (g.n_shots, cells + (1 + ndim) * outer)
     assert np.prod(engine.snapshot_shape) < g.n_shots * (2 + ndim) * cells
+    assert engine.snapshot_shape_for(None) == engine.snapshot_shape
+    assert engine.snapshot_shape_for("bf16") == (g.n_shots, 2 * cells + ndim * outer)
+    state, coeffs = engine.new_state(), engine.kernel_coefficients(vp, z)
+    with pytest.raises(ValueError, match="VRZ snapshot record"):
+        engine.forward_steps(state, coeffs, None, 0, 1, store=engine.zeros(1, g.n_shots, cells))

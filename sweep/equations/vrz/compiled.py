@@ -16,7 +16,10 @@ full storage does.
 The C kernels' snapshot is compact (:attr:`CompiledVRZ.snapshot_shape`):
 ``u`` of every stored cell, and ``W`` and ``psi`` only of the outer cells
 (the CPML and the band), since a plain cell's ``W`` is a stencil of ``u``,
-which the adjoint recomputes, and its ``psi`` is zero.
+which the adjoint recomputes, and its ``psi`` is zero.  A compressed store
+(bf16) also keeps ``W`` of the plain cells
+(:meth:`CompiledVRZ.snapshot_shape_for`): recomputed from rounded ``u``, a
+second difference of it, ``W`` would carry several times the rounding error.
 """
 
 from __future__ import annotations
@@ -87,9 +90,48 @@ class CompiledVRZ(CompiledStepper):
         """
         if self._cuda_receivers:  # the CUDA kernels (also their host build in the tests)
             return super().snapshot_shape
+        return (self.geom.n_shots, self._record(keep_w=False))
+
+    def snapshot_shape_for(self, compression: str | None) -> tuple[int, ...]:
+        """Shape of one step's snapshot in a full-storage store of ``compression``.
+
+        Compressed (bf16), the C kernels' record keeps ``W`` of every stored
+        cell (``store_layout`` 1 of ``cuda/vrz_stencil.h``'s CPU rows): a
+        plain cell's ``W`` recomputed from rounded ``u`` had 6x the error of
+        rounding ``W`` (``docs/memory.md``).  2D 300 x 1000, CPML 20: 2.36
+        values per stored cell, against 1.54 uncompressed and 4 on the GPU.
+        """
+        if compression is None or self._cuda_receivers:
+            return self.snapshot_shape
+        return (self.geom.n_shots, self._record(keep_w=True))
+
+    def _record(self, *, keep_w: bool) -> int:
+        """Values of one shot's C snapshot record: u, W (every cell, or outer), psi (outer)."""
         g = self.geom
-        record = math.prod(g.store_shape) + (1 + g.ndim) * len(g.outer_idx)
-        return (g.n_shots, record)
+        cells, outer = math.prod(g.store_shape), len(g.outer_idx)
+        return cells + (cells if keep_w else outer) + g.ndim * outer
+
+    def _layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
+        out = super()._layouts()
+        if not self._cuda_receivers:  # either record length; _store_layout tells them apart
+            out["store"] = ((-1, self.geom.n_shots, -1), 0)
+        return out
+
+    def _store_layout(self, f: _Fields) -> int:
+        """Return ``store_layout`` for the snapshot buffer: 1 for a record with every cell's W."""
+        store = f.array("store")
+        if store is None or self._cuda_receivers:
+            return 0
+        record = store.shape[-1]
+        if record == self._record(keep_w=False):
+            return 0
+        if record == self._record(keep_w=True):
+            return 1
+        raise ValueError(
+            f"sweep kernels: a VRZ snapshot record of {record} values per shot; the kernels "
+            f"take {self._record(keep_w=False)} (snapshot_shape) or "
+            f"{self._record(keep_w=True)} (snapshot_shape_for('bf16'))"
+        )
 
     @property
     def model_gradient_bytes(self) -> int:
