@@ -83,7 +83,7 @@ class CompiledVRZ(CompiledStepper):
         stored cell, then ``W`` and ``psi`` of each axis of the outer cells
         (:attr:`sweep._grid.Geometry.outer_idx`), 1 + ndim blocks; a plain
         cell's ``W`` is recomputed from ``u`` (``cuda/vrz_stencil.h``,
-        ``vrz_snapshot_w``) and its ``psi`` is zero.  2D 300 x 1000 with a
+        ``vrz_gradient_point``) and its ``psi`` is zero.  2D 300 x 1000 with a
         20-cell CPML: 1.54 values per stored cell instead of 4 (the nt-500
         store of 4 shots, float32: 4.4 GB instead of 11.3 GB).  The CUDA
         kernels keep ``2 + ndim`` values of every stored cell.
