@@ -217,8 +217,9 @@ extern "C" __global__ void vrz_adjoint(const sweep_acoustic_params p, const swee
   if (m < 0) return;
   const sweep_int vs = p.n_shots * sweep_store_cells(p);
   const R *st = (const R *)f.store + slot * SNAP_VALUES * vs + shot * sweep_store_cells(p);
-  FN(vrz_gradient_point)(&p, mu, Z, pa, st, vs, (R *)f.grad_kappa_dt2 + off,
-                         (R *)f.grad_buoyancy + off, i, m, c[0], c[1], c[2], mask, 1);
+  FN(vrz_gradient_point)(&p, mu, Z, pa, (const R *)f.buoyancy, st + vs, st, st + 2 * vs, vs,
+                         (R *)f.grad_kappa_dt2 + off, (R *)f.grad_buoyancy + off, i, m, m, c[0],
+                         c[1], c[2], mask, 1, 0);
 }
 
 /* Source terms, reading mu^{t+1}: the amplitude gradient -B mu and the model

@@ -34,7 +34,9 @@
  * even mirror makes L_d on them the transpose of the forward's ghosts.
  *
  * Model gradients, pairing the adjoint state of step n + 1 with the forward
- * snapshot of step n (W^n, u^n, psi_d^n: 2 + ndim values per cell):
+ * snapshot of step n (W^n, u^n, psi_d^n; the CPU kernels store W and psi of
+ * the outer cells only and recompute a plain cell's W from u in
+ * vrz_gradient_point):
  *
  *   K-part:  sum_n mu W^n                          (K dL/dK; the caller divides by K)
  *   dL/dB_j  = sum_n sum_d [rdx2 sum_k h_k sum_{s = +-1} (u_{j+sk} - u_j)(T_{d,j} - T_{d,j+sk})
@@ -202,28 +204,36 @@ SWEEP_HD SWEEP_R SWEEP_FN(vrz_snapshot_u)(const sweep_acoustic_params *p,
 }
 
 /*
- * The model gradients of stored cell i of one shot (m: its index in the
- * snapshot) from the adjoint state of step n + 1 (mu; Z per axis) and the
- * snapshot of step n: st[m] is W^n, st[vs + m] u^n and st[(2 + d') vs + m]
- * psi^n of the d'-th axis.  Adds the K-part to gk[i] and dL/dB to gb[i] (see
- * the top).  flags: the CPML axes of the cell; edge (a compile-time constant
- * in the CPU rows): 0 where the cell's taps stay within the stored cells
+ * The model gradients of stored cell i of one shot from the adjoint state of
+ * step n + 1 (mu; Z per axis) and the snapshot of step n: su[m] is u^n of the
+ * cell (m: its index in the compact snapshot of u), sw[k] W^n and
+ * sp[d' xs + k] psi^n of the d'-th axis.  With recompute (a plain cell, flags
+ * 0, whose W the snapshot does not hold) W^n = sum_d L_d u^n rdx2 is formed
+ * from the same taps of u in the axis loop, in vrz_fwd_point's arithmetic,
+ * so bitwise the forward's (up to contractions the compiler chooses), and
+ * sw, sp are not read.  Adds the K-part to gk[i] and dL/dB to gb[i] (see the
+ * top).  flags: the CPML axes of the cell; edge (a compile-time constant in
+ * the CPU rows): 0 where the cell's taps stay within the stored cells
  * (SWEEP_H cells or more from the halo along every axis), 1 anywhere.
  */
 SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT mu, SWEEP_R *const *Z,
-    const SWEEP_R *const *pml_a, const SWEEP_R *SWEEP_RESTRICT st, sweep_int vs,
-    SWEEP_R *SWEEP_RESTRICT gk, SWEEP_R *SWEEP_RESTRICT gb, sweep_int i, sweep_int m,
-    sweep_int cz, sweep_int cy, sweep_int cx, const int flags, const int edge) {
+    const SWEEP_R *const *pml_a, const SWEEP_R *SWEEP_RESTRICT buoyancy,
+    const SWEEP_R *SWEEP_RESTRICT su, const SWEEP_R *SWEEP_RESTRICT sw,
+    const SWEEP_R *SWEEP_RESTRICT sp, sweep_int xs, SWEEP_R *SWEEP_RESTRICT gk,
+    SWEEP_R *SWEEP_RESTRICT gb, sweep_int i, sweep_int m, sweep_int k_, sweep_int cz,
+    sweep_int cy, sweep_int cx, const int flags, const int edge, const int recompute) {
   SWEEP_COEFFS;
   const sweep_int c[3] = {cz, cy, cx};
   const sweep_int n2 = p->store_hi[2] - p->store_lo[2];
   const sweep_int cs[3] = {(p->store_hi[1] - p->store_lo[1]) * n2, n2, 1};
-  const SWEEP_R *const su = st + vs;
   const SWEEP_R u0 = su[m];
   const SWEEP_R *const g_ = mu + i;
-  gk[i] = SWEEP_FMA(*g_, st[m], gk[i]);
-  SWEEP_R grad = 0;
+  const SWEEP_R *const bb_ = buoyancy + i;
+  const SWEEP_R b0_ = *bb_;
+  SWEEP_R w = 0, grad = 0;
+  (void)bb_;
+  (void)b0_;
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
     const int cpml = flags & (1 << d);
@@ -236,6 +246,13 @@ SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
 #define SWEEP_VRZ_SNAP_U_(k) \
   (edge ? SWEEP_FN(vrz_snapshot_u)(p, su, m, d, c[d], k, cs[d]) : su[m + (k) * cs[d]])
     const SWEEP_R t0 = SWEEP_VRZ_T_(0);
+    if (recompute) { /* this axis's L_d u^n rdx2, as vrz_fwd_point's plain axis */
+#define SWEEP_VRZ_FLUX_SU_(k) ((b0_ + SWEEP_LD(bb_ + (k) * s_)) * (SWEEP_VRZ_SNAP_U_(k) - u0))
+      SWEEP_R d2u;
+      SWEEP_VRZ_L(d2u, SWEEP_VRZ_FLUX_SU_);
+#undef SWEEP_VRZ_FLUX_SU_
+      w = SWEEP_W_PLAIN(w, d2u, (SWEEP_R)p->rdx2[d]);
+    }
     SWEEP_R sum = 0;
     SWEEP_UNROLL
     for (int k = 1; k <= SWEEP_H; ++k)
@@ -261,11 +278,12 @@ SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
     if (cpml) {
       SWEEP_R d1t;
       SWEEP_D1(d1t, SWEEP_VRZ_T_);
-      gd = SWEEP_FMA(-st[(2 + d - SWEEP_FIRST_AXIS) * vs + m] * d1t, (SWEEP_R)p->rdx[d], gd);
+      gd = SWEEP_FMA(-sp[(d - SWEEP_FIRST_AXIS) * xs + k_] * d1t, (SWEEP_R)p->rdx[d], gd);
     }
     grad += gd;
 #undef SWEEP_VRZ_T_
 #undef SWEEP_VRZ_SNAP_U_
   }
+  gk[i] = SWEEP_FMA(*g_, recompute ? w : sw[k_], gk[i]);
   gb[i] += grad;
 }

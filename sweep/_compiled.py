@@ -67,6 +67,13 @@ class _Fields:
         else:
             self.rec[name][axis] = address
 
+    def array(self, name: str) -> Any:
+        """Return the array field ``name`` points at last (None if unset)."""
+        for entry in reversed(self.entries):
+            if entry[0] == name:
+                return entry[2]
+        return None
+
     def address(self, name: str, value: Any, axis: int | None) -> int:
         """Return the address of ``value`` as field ``name`` after checking its layout."""
         from . import _C
@@ -329,6 +336,14 @@ class CompiledStepper:
         """
         g = self.geom
         return self._with_values((g.n_shots, *g.store_shape), self.snapshot_values)
+
+    def snapshot_shape_for(self, compression: str | None) -> tuple[int, ...]:
+        """Shape of one step's snapshot in a full-storage store: :attr:`snapshot_shape`."""
+        return self.snapshot_shape
+
+    def _store_layout(self, f: _Fields) -> int:
+        """Return the ``store_layout`` parameter for the snapshot buffer of ``f`` (default 0)."""
+        return 0
 
     @staticmethod
     def _with_values(shape: tuple[int, ...], values: int) -> tuple[int, ...]:
@@ -705,6 +720,7 @@ class CompiledStepper:
             self._band(f)
             f.set("band_u", band_u)
         params = self._params(store_every, band_u is not None)
+        params["store_layout"] = self._store_layout(f)
         if blocking is not None:
             params["block_steps"], params["block_group"], params["block_tile"] = blocking
         self._run(g.ndim, g.order, self.dtype == np.float64, False, params, f, t0, n,
@@ -747,6 +763,7 @@ class CompiledStepper:
         f.set("store", store)
         recon = self._reconstruction(f, adj, band_u_offset, replay_w, replay_u)
         params = self._params(store_every, recon)
+        params["store_layout"] = self._store_layout(f)
         self._run(g.ndim, g.order, self.dtype == np.float64, True, params, f, t_end, n,
                   self.n_threads)  # fmt: skip
         if n % 2:

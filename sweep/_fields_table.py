@@ -136,6 +136,12 @@ PARAMS = Struct(
             "int",
             doc="CPU: 1 runs plain x ranges in explicit-vector rows, 0 only the scalar point loops",
         ),
+        _m(
+            "store_layout",
+            "int",
+            doc="an equation's snapshot layout variant, 0 by default (VRZ on the CPU: 1 keeps W "
+            "of every stored cell, for compressed stores; 0 only of the outer cells)",
+        ),
         _m("rdx", "real", 3, "1 / grid spacing"),
         _m("rdx2", "real", 3, "1 / grid spacing^2"),
     ),

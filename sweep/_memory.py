@@ -261,7 +261,10 @@ def _n_stored(nt: int, k: int) -> int:
 
 def full_bytes(engine: Stepper, interval: int, compression: str | None) -> int:
     return SnapshotStore.bytes_needed(
-        _n_stored(engine.nt, interval), engine.snapshot_shape, engine.dtype, compression
+        _n_stored(engine.nt, interval),
+        engine.snapshot_shape_for(compression),
+        engine.dtype,
+        compression,
     )
 
 
@@ -338,8 +341,10 @@ def peak_bytes(engine: Stepper, strategy: str, *, interval: int = 1,
         # 1.4 in memory and 1.2 on disk).  A disk slower than the kernels can
         # hold up to _DISK_QUEUE_BYTES more in the writer's queue; that is not
         # counted.
-        step = SnapshotStore.bytes_needed(1, engine.snapshot_shape, engine.dtype, None)
-        chunk = _scratch_bytes(full_bytes(engine, interval, None), step)
+        shape = engine.snapshot_shape_for(compression)
+        step = SnapshotStore.bytes_needed(1, shape, engine.dtype, None)
+        full = SnapshotStore.bytes_needed(_n_stored(engine.nt, interval), shape, engine.dtype, None)
+        chunk = _scratch_bytes(full, step)
         factor = 3.0 if not compression else 1.2 if storage == "disk" else 1.45
         extra = int(factor * chunk)
         return base + extra + (0 if storage == "disk" else nbytes)
@@ -822,7 +827,7 @@ def _forward_full(run: _Fwd) -> None:
     k = plan_.interval
     store = SnapshotStore(
         _n_stored(engine.nt, k),
-        engine.snapshot_shape,
+        engine.snapshot_shape_for(plan_.compression),
         engine.dtype,
         mode=plan_.storage,
         compression=plan_.compression,

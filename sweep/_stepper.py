@@ -116,6 +116,16 @@ class Stepper(Protocol):
         """Shape of one step's snapshot, every shot."""
         ...
 
+    def snapshot_shape_for(self, compression: str | None) -> tuple[int, ...]:
+        """Shape of one step's snapshot in a full-storage store of ``compression``.
+
+        :attr:`snapshot_shape` unless the stepper lays snapshots out
+        differently for a lossy store (VRZ on the CPU keeps ``W`` of every
+        cell there instead of recomputing it from rounded ``u``); the
+        stepper tells the layouts apart by the record's length.
+        """
+        ...
+
     @property
     def state_bytes(self) -> int:
         """Bytes of one checkpoint (:meth:`ForwardState.save`)."""

@@ -210,7 +210,8 @@
  *
  * The next equations, in these terms.  VRZ (variable density,
  * vrz_cpu_impl.h): the acoustic state hooks, K and B in SWEEP_EQ_MODEL, 2 +
- * ndim snapshot values per cell, and a gradient that reads neighbour rows
+ * ndim values per cell of a forward row and a compact store record
+ * (SWEEP_EQ_STORE_CELLS, SWEEP_EQ_FWD_STORE), and a gradient that reads neighbour rows
  * (SWEEP_EQ_PAIRED_CORRELATION 0; boundary saving then rebuilds each step's
  * snapshot, SWEEP_EQ_RECON_SNAPSHOT 1).  Born (LSRTM) is lsrtm_cpu_impl.h: both
  * fields in the state declarations and the rotations, the rows updating both,
@@ -257,6 +258,24 @@
 #define SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, off, z, y, st, vs) ((void)(off), (void)(st))
 #endif
 #define SWEEP_SNAP_STRIDE(p) ((p)->slot_shots * SWEEP_FN(store_cells)(p))
+/* The store's own layout, where it is not SWEEP_EQ_SNAP_VALUES values of
+ * every stored cell (an equation with a compact snapshot, VRZ's): one slot
+ * holds SWEEP_EQ_STORE_VALUES blocks of slot_shots records of
+ * SWEEP_EQ_STORE_CELLS(p) elements, the one of shot s at s times that in its
+ * block; the row of a record is at store_row of it.  The equation then
+ * defines SWEEP_EQ_FWD_STORE(p, dst, wr, z, y, outer), which writes the row
+ * (z, y) of the record (dst: its row) from the forward row's values wr, and
+ * SWEEP_EQ_RECON_SNAP_CPML(p, st, m, j, n, rw, vs, ovs), which puts the CPML
+ * replay's values of the n outer cells from j (value v at rw[v * ovs + j])
+ * into the record st of boundary saving's one-step snapshot (m: the first
+ * cell's index in store_row terms; vs: SWEEP_SNAP_STRIDE). */
+#ifndef SWEEP_EQ_STORE_VALUES
+#define SWEEP_EQ_STORE_VALUES SWEEP_EQ_SNAP_VALUES
+#define SWEEP_EQ_STORE_CELLS(p) SWEEP_FN(store_cells)(p)
+#define SWEEP_EQ_RECON_SNAP_CPML(p, st, m, j, n, rw, vs, ovs)   \
+  for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v)                  \
+    for (sweep_int x = 0; x < (n); ++x) (st)[v * (vs) + (m) + x] = (rw)[v * (ovs) + (j) + x]
+#endif
 #define SWEEP_WR_PITCH(p) ((p)->shape[2])
 /* Boundary saving keeps per step SWEEP_EQ_BAND_VALUES state values of each
  * band cell (band_u); the CPML replay SWEEP_EQ_SNAP_VALUES snapshot values
@@ -549,7 +568,7 @@ static void SWEEP_FN(sub_problem)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELD
   g->src_amp = SWEEP_OFF(f->src_amp, shot0 * p->n_src * p->nt);
   g->grad_src = SWEEP_OFF(f->grad_src, shot0 * p->n_src * p->nt);
   g->rec = SWEEP_OFF(f->rec, shot0 * p->n_rec * p->nt);
-  g->store = SWEEP_OFF(f->store, shot0 * SWEEP_FN(store_cells)(p));
+  g->store = SWEEP_OFF(f->store, shot0 * SWEEP_EQ_STORE_CELLS(p));
   g->band_u = SWEEP_OFF(f->band_u, shot0 * p->n_band);
   g->replay_w = SWEEP_OFF(f->replay_w, shot0 * p->n_outer);
   g->replay_u = SWEEP_OFF(f->replay_u, shot0 * p->n_ring);
@@ -583,7 +602,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
   }
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
-  const sweep_int mc = SWEEP_FN(store_cells)(p);
+  const sweep_int mc = SWEEP_EQ_STORE_CELLS(p);
   const sweep_int mlo2 = p->model_lo[2];
   const sweep_int slo2 = p->store_lo[2], s2 = p->store_hi[2] - p->store_lo[2];
   /* CPML replay: band_u is an input (loaded into the state each step), W of
@@ -625,7 +644,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
     for (sweep_int t = t0; t < t0 + n_steps; ++t) {
       const sweep_int slot = f->store ? SWEEP_FN(store_slot)(p, t, t0) : -1;
       SWEEP_R *store =
-          slot >= 0 ? (SWEEP_R *)f->store + slot * SWEEP_EQ_SNAP_VALUES * p->slot_shots * mc
+          slot >= 0 ? (SWEEP_R *)f->store + slot * SWEEP_EQ_STORE_VALUES * p->slot_shots * mc
                     : NULL;
       SWEEP_R *bu = n_band ? (SWEEP_R *)f->band_u +
                                  (t - t0) * SWEEP_BAND_SLOT(p, SWEEP_EQ_BAND_VALUES, n_band)
@@ -683,7 +702,10 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
             if (orow >= 0)
               SWEEP_FN(copy_outer_row)(p, rw + shot * p->n_outer + orow, wr, outer,
                                        p->slot_shots * p->n_outer);
-#if SWEEP_EQ_SNAP_VALUES == 1
+#ifdef SWEEP_EQ_FWD_STORE
+            if (srow >= 0) SWEEP_EQ_FWD_STORE(p, store + shot * mc + srow, wr, z, y, outer);
+            (void)slo2, (void)s2;
+#elif SWEEP_EQ_SNAP_VALUES == 1
             if (srow >= 0)
               sweep_stream_copy(store + shot * mc + srow, wr + slo2, sizeof(SWEEP_R) * s2);
 #else
@@ -797,7 +819,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int n_tiles = SWEEP_N_TILES(p), n_items = p->n_shots * n_tiles;
   const sweep_int t_begin = t_end - n_steps;
-  const sweep_int mc = SWEEP_FN(store_cells)(p);
+  const sweep_int mc = SWEEP_EQ_STORE_CELLS(p);
   const sweep_int slo2 = p->store_lo[2];
   const int recon = SWEEP_EQ_RECON(f);
   /* The reconstruction rebuilds each step's snapshot in slot 0 of f->store. */
@@ -896,12 +918,10 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
                                           : NULL;
           SWEEP_R *st = rsnap + shot * mc;
           /* A run's cells are consecutive in one row of the store too. */
-#define SWEEP_SNAP_CPML_(i0, j0, n)                                        \
-  {                                                                        \
-    const sweep_int m_ = SWEEP_FN(store_index)(p, i0);                     \
-    for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v)                         \
-      for (sweep_int x = 0; x < (n); ++x)                                  \
-        st[v * vs + m_ + x] = rw[v * ovs + (j0) + x];                      \
+#define SWEEP_SNAP_CPML_(i0, j0, n)                                 \
+  {                                                                 \
+    const sweep_int m_ = SWEEP_FN(store_index)(p, i0);              \
+    SWEEP_EQ_RECON_SNAP_CPML(p, st, m_, j0, n, rw, vs, ovs);        \
   }
           if (f->replay_w) SWEEP_CPML_RUNS(p, f, cpml_runs, n_cpml_runs, SWEEP_SNAP_CPML_);
 #undef SWEEP_SNAP_CPML_
@@ -909,7 +929,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
       }
       const SWEEP_R *store =
           slot >= 0
-              ? (const SWEEP_R *)f->store + slot * SWEEP_EQ_SNAP_VALUES * p->slot_shots * mc
+              ? (const SWEEP_R *)f->store + slot * SWEEP_EQ_STORE_VALUES * p->slot_shots * mc
               : NULL;
       /* held: the snapshots of step t + 1, whose correlation this step does. */
       const SWEEP_R *held = deferred;

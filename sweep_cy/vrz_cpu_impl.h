@@ -7,8 +7,11 @@
  * Fields (sweep_vrz_fields, sweep_common.h): the state and its rotation are
  * the acoustic's (acoustic_cpu_impl.h): u, u_prev, psi / psi_new, zeta
  * forward; mu = K lambda, P, Z adjoint.  The models are K = kappa_dt2 and
- * the buoyancy B.  A snapshot holds 2 + ndim values per cell and step: W^n,
- * u^n and psi^n of each axis; the adjoint pairs it with mu^{n+1} and
+ * the buoyancy B.  A snapshot (one record per shot and step,
+ * vrz_store_row) holds u^n of every stored cell, W^n of the outer cells (a
+ * plain cell's is recomputed from u) or, for compressed stores, of every
+ * stored cell, and psi^n of each axis of the outer cells (a plain cell's is
+ * zero); the adjoint pairs it with mu^{n+1} and
  * Z^{n+1} (vrz_gradient_point), which are not written during step n, so a
  * row's gradient may read its neighbour rows at any time of the step.
  * Boundary saving keeps the band's u; the adjoint runs u backwards in
@@ -44,11 +47,13 @@
       sweep_int x1
 #define SWEEP_VRZ_ADJ_ARGS \
   p, kappa_dt2, buoyancy, mu, mu_prev, P, P_new, Z, Z_new, pa, pb, base, z, y, x0, x1
-#define SWEEP_VRZ_GRAD_PARAMS                                                             \
-  const sweep_acoustic_params *p, const SWEEP_R *mu, SWEEP_R *const *Z,                   \
-      const SWEEP_R *const *pa, const SWEEP_R *st, sweep_int vs, SWEEP_R *gk, SWEEP_R *gb, \
+#define SWEEP_VRZ_GRAD_PARAMS                                                              \
+  const sweep_acoustic_params *p, const SWEEP_R *mu, SWEEP_R *const *Z,                    \
+      const SWEEP_R *const *pa, const SWEEP_R *buoyancy, const SWEEP_R *st, const SWEEP_R *sw, \
+      const SWEEP_R *sp, sweep_int no, sweep_int oa, sweep_int ob, SWEEP_R *gk, SWEEP_R *gb,   \
       sweep_int base, sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
-#define SWEEP_VRZ_GRAD_ARGS p, mu, Z, pa, st, vs, gk, gb, base, z, y, x0, x1
+#define SWEEP_VRZ_GRAD_ARGS \
+  p, mu, Z, pa, buoyancy, st, sw, sp, no, oa, ob, gk, gb, base, z, y, x0, x1
 
 /* Forward: W^n goes to wrow[x] when wrow is not NULL. */
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_cells)(SWEEP_VRZ_FWD_PARAMS,
@@ -81,13 +86,19 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_adj_cells)(SWEEP_
  * made up two thirds of the 3D order-8 unit's code (its compile: 19.5 s). */
 static __attribute__((noinline)) void SWEEP_FN(vrz_grad_edge_cells)(SWEEP_VRZ_GRAD_PARAMS,
                                                                    const int mask) {
-  const sweep_int lo = p->store_lo[2];
+  const sweep_int lo = p->store_lo[2], ks = x0 < oa ? lo : ob - (oa - lo);
+  const SWEEP_R *const w = sw + (p->store_layout ? ks - lo : 0);
   for (sweep_int x = x0; x < x1; ++x)
-    SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, st, vs, gk, gb, base + x, x - lo, z, y, x, mask, 1);
+    SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, buoyancy, st, w, sp, no, gk, gb, base + x, x - lo,
+                                 x - ks, z, y, x, mask, 1, mask == 0 && !p->store_layout);
 }
 
-/* The gradients of the stored cells [x0, x1) of a row; st: the row's
- * snapshot (value 0 at the row's first stored cell), vs: the value stride.
+/* The gradients of the stored cells [x0, x1) of a row, of one CPML mask:
+ * st holds the row's u (at its first stored cell), sp its outer cells' psi
+ * (of the d'-th axis at sp[d' no + k], k counting the row's outer cells
+ * [store_lo, oa) then [ob, store_hi)) and sw their W at sw[k]; with
+ * store_layout 1 sw holds W of every cell of the row (at sw[x - store_lo]),
+ * else a plain cell (mask 0) recomputes W from u.
  * Cells whose taps stay within the stored cells (in rows that do) take the
  * point function without its halo cases, in a vectorisable loop. */
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_grad_cells)(
@@ -101,17 +112,132 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_grad_cells)(
   sweep_int a = inner ? lo + h : x1, b = inner ? p->store_hi[2] - h : x1;
   a = a < x0 ? x0 : a > x1 ? x1 : a;
   b = b < a ? a : b > x1 ? x1 : b;
-  if (x0 < a) SWEEP_FN(vrz_grad_edge_cells)(p, mu, Z, pa, st, vs, gk, gb, base, z, y, x0, a, mask);
-#pragma omp simd
-  for (sweep_int x = a; x < b; ++x)
-    SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, st, vs, gk, gb, base + x, x - lo, z, y, x, mask, 0);
-  if (b < x1) SWEEP_FN(vrz_grad_edge_cells)(p, mu, Z, pa, st, vs, gk, gb, base, z, y, b, x1, mask);
+  const sweep_int ks = x0 < oa ? lo : ob - (oa - lo);
+  /* sw[k] is the cell's W in either layout: k = x - ks. */
+  const SWEEP_R *const w = sw + (p->store_layout ? ks - lo : 0);
+  if (x0 < a)
+    SWEEP_FN(vrz_grad_edge_cells)(p, mu, Z, pa, buoyancy, st, sw, sp, no, oa, ob, gk, gb, base, z,
+                                  y, x0, a, mask);
+#define SWEEP_VRZ_GRAD_LOOP_(recompute)                                                          \
+  _Pragma("omp simd") for (sweep_int x = a; x < b; ++x)                                         \
+      SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, buoyancy, st, w, sp, no, gk, gb, base + x,      \
+                                   x - lo, x - ks, z, y, x, mask, 0, recompute)
+  if (mask == 0 && !p->store_layout) {
+    SWEEP_VRZ_GRAD_LOOP_(1);
+  } else {
+    SWEEP_VRZ_GRAD_LOOP_(0);
+  }
+#undef SWEEP_VRZ_GRAD_LOOP_
+  if (b < x1)
+    SWEEP_FN(vrz_grad_edge_cells)(p, mu, Z, pa, buoyancy, st, sw, sp, no, oa, ob, gk, gb, base, z,
+                                  y, b, x1, mask);
 }
 
 SWEEP_DEFINE_BY_MASK(vrz_fwd_row, vrz_fwd_cells, (SWEEP_VRZ_FWD_PARAMS), (SWEEP_VRZ_FWD_ARGS))
 SWEEP_DEFINE_BY_MASK(vrz_adj_row, vrz_adj_cells, (SWEEP_VRZ_ADJ_PARAMS), (SWEEP_VRZ_ADJ_ARGS))
 SWEEP_DEFINE_BY_MASK(vrz_grad_row, vrz_grad_cells, (SWEEP_VRZ_GRAD_PARAMS),
                      (SWEEP_VRZ_GRAD_ARGS))
+
+/* ---- The compact snapshot of the CPU kernels (CUDA's keeps 2 + ndim
+ * values of every stored cell): per shot u^n of every stored cell (in
+ * store_row order), then W^n of the outer cells (the stored cells outside
+ * the plain box, sweep/_grid.py's outer_idx order), and psi^n of each axis of
+ * the outer cells, one block of vrz_outer_cells each.  A plain cell's W is a
+ * stencil of u (recomputed by vrz_gradient_point) and its psi zero, so only
+ * u is kept there: 1 value per plain cell and 2 + ndim per outer cell
+ * instead of 2 + ndim everywhere (2D 300 x 1000, CPML 20: 1.54 values per
+ * cell on average instead of 4).  store_layout 1 (compressed stores, where W
+ * recomputed from rounded u would amplify the rounding) keeps W of every
+ * stored cell in store_row order instead (2.36 values per cell there). ---- */
+
+/* The row's outer cells: [store_lo, *a) and [*b, store_hi) (the skeleton's
+ * row_ends). */
+static inline void SWEEP_FN(vrz_outer_ends)(const sweep_acoustic_params *p, int outer,
+                                            sweep_int *a, sweep_int *b) {
+  const sweep_int hi = p->store_hi[2];
+  *a = outer || p->plain_lo[2] > hi ? hi : p->plain_lo[2];
+  *b = outer || p->plain_hi[2] < *a ? hi : p->plain_hi[2];
+}
+
+/* Outer cells of the snapshot rows before row (z, y); all of them for
+ * (store_hi[0], store_lo[1]).  Rows plain in z and y hold their x ends,
+ * the others all their cells. */
+static inline sweep_int SWEEP_FN(vrz_outer_row)(const sweep_acoustic_params *p, sweep_int z,
+                                                sweep_int y) {
+  const sweep_int n1 = p->store_hi[1] - p->store_lo[1], n2 = p->store_hi[2] - p->store_lo[2];
+  sweep_int a, b, lo[2], n[2];
+  SWEEP_FN(vrz_outer_ends)(p, 0, &a, &b);
+  for (int d = 0; d < 2; ++d) {
+    lo[d] = p->plain_lo[d] > p->store_lo[d] ? p->plain_lo[d] : p->store_lo[d];
+    const sweep_int hi = p->plain_hi[d] < p->store_hi[d] ? p->plain_hi[d] : p->store_hi[d];
+    n[d] = hi > lo[d] ? hi - lo[d] : 0;
+  }
+  if (SWEEP_NDIM == 2) lo[0] = p->store_lo[0], n[0] = p->store_hi[0] - p->store_lo[0];
+  const sweep_int rz = z < lo[0] ? 0 : z - lo[0] > n[0] ? n[0] : z - lo[0];
+  const sweep_int ry = y < lo[1] ? 0 : y - lo[1] > n[1] ? n[1] : y - lo[1];
+  const sweep_int plain = rz * n[1] + (z >= lo[0] && z < lo[0] + n[0] ? ry : 0);
+  const sweep_int rows = (z - p->store_lo[0]) * n1 + (y - p->store_lo[1]);
+  return (rows - plain) * n2 + plain * (a - p->store_lo[2] + p->store_hi[2] - b);
+}
+
+static inline sweep_int SWEEP_FN(vrz_outer_cells)(const sweep_acoustic_params *p) {
+  return SWEEP_FN(vrz_outer_row)(p, p->store_hi[0], p->store_lo[1]);
+}
+
+/* Stored cells of one shot, and the offset of row (z, y) among them (the
+ * skeleton's store_cells and store_row). */
+static inline sweep_int SWEEP_FN(vrz_cells)(const sweep_acoustic_params *p) {
+  return (p->store_hi[0] - p->store_lo[0]) * (p->store_hi[1] - p->store_lo[1]) *
+         (p->store_hi[2] - p->store_lo[2]);
+}
+static inline sweep_int SWEEP_FN(vrz_row_off)(const sweep_acoustic_params *p, sweep_int z,
+                                              sweep_int y) {
+  return ((z - p->store_lo[0]) * (p->store_hi[1] - p->store_lo[1]) + (y - p->store_lo[1])) *
+         (p->store_hi[2] - p->store_lo[2]);
+}
+
+/* Cells of a record's W block (see above). */
+static inline sweep_int SWEEP_FN(vrz_w_cells)(const sweep_acoustic_params *p) {
+  return p->store_layout ? SWEEP_FN(vrz_cells)(p) : SWEEP_FN(vrz_outer_cells)(p);
+}
+
+/* A shot's snapshot record: u of the stored cells, W, then psi of each axis
+ * of the outer cells. */
+#define SWEEP_VRZ_RECORD(p)                                  \
+  (SWEEP_FN(vrz_cells)(p) + SWEEP_FN(vrz_w_cells)(p) + \
+   SWEEP_NDIM * SWEEP_FN(vrz_outer_cells)(p))
+
+/* Row (z, y) of a record whose row (u) is at st: its W (*w: of the row's
+ * outer cells, or with store_layout 1 of all its cells) and psi of its outer
+ * cells (the d'-th axis's d' vrz_outer_cells further). */
+static inline void SWEEP_FN(vrz_row_of)(const sweep_acoustic_params *p, const SWEEP_R *st,
+                                        sweep_int z, sweep_int y, SWEEP_R **w, SWEEP_R **psi) {
+  const sweep_int orow = SWEEP_FN(vrz_outer_row)(p, z, y);
+  SWEEP_R *const blocks = (SWEEP_R *)st - SWEEP_FN(vrz_row_off)(p, z, y) + SWEEP_FN(vrz_cells)(p);
+  *w = blocks + (p->store_layout ? SWEEP_FN(vrz_row_off)(p, z, y) : orow);
+  *psi = blocks + SWEEP_FN(vrz_w_cells)(p) + orow;
+}
+
+/* Full storage: row (z, y) of a record (dst: its u) from the forward row's
+ * values (wr: W, u, psi of each axis at wr[x + v shape[2]]). */
+static inline void SWEEP_FN(vrz_store_row)(const sweep_acoustic_params *p, SWEEP_R *dst,
+                                           const SWEEP_R *wr, sweep_int z, sweep_int y,
+                                           int outer) {
+  const sweep_int lo = p->store_lo[2], hi = p->store_hi[2], pitch = p->shape[2];
+  sweep_stream_copy(dst, wr + pitch + lo, sizeof(SWEEP_R) * (size_t)(hi - lo));
+  SWEEP_R *sw, *sp;
+  SWEEP_FN(vrz_row_of)(p, dst, z, y, &sw, &sp);
+  const sweep_int no = SWEEP_FN(vrz_outer_cells)(p);
+  sweep_int a, b;
+  SWEEP_FN(vrz_outer_ends)(p, outer, &a, &b);
+  if (p->store_layout) sweep_stream_copy(sw, wr + lo, sizeof(SWEEP_R) * (size_t)(hi - lo));
+  for (int v = p->store_layout ? 1 : 0; v <= SWEEP_NDIM; ++v) { /* W (v 0), psi of each axis */
+    const SWEEP_R *src = wr + (v ? v + 1 : 0) * pitch;
+    SWEEP_R *const out = v ? sp + (v - 1) * no : sw;
+    if (a > lo) sweep_stream_copy(out, src + lo, sizeof(SWEEP_R) * (size_t)(a - lo));
+    if (hi > b) sweep_stream_copy(out + (a - lo), src + b, sizeof(SWEEP_R) * (size_t)(hi - b));
+  }
+}
 
 /* The snapshot's values past W of row base (the cells h .. shape[2] - h):
  * u^n and psi^n of each axis, at wr[x + v * shape[2]] for v = 1, 2, ... */
@@ -155,14 +281,22 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_adj_full_row)(
     const sweep_acoustic_params *p, const SWEEP_R *kappa_dt2, const SWEEP_R *buoyancy,
     const SWEEP_R *mu, SWEEP_R *mu_prev, SWEEP_R *const *P, SWEEP_R *const *Pn,
     SWEEP_R *const *Z, SWEEP_R *const *Zn, const SWEEP_R *const *pa, const SWEEP_R *const *pb,
-    const SWEEP_R *st, sweep_int vs, SWEEP_R *gk, SWEEP_R *gb, sweep_int z, sweep_int y) {
+    const SWEEP_R *st, SWEEP_R *gk, SWEEP_R *gb, sweep_int z, sweep_int y) {
   const sweep_int h = SWEEP_H, x_end = p->shape[2] - h;
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
   const int outer = SWEEP_FN(row_mask)(p, z, y);
-#define SWEEP_VRZ_ROW(x0, x1, m) \
-  if ((x0) < (x1)) SWEEP_CALL_BY_MASK(vrz_grad_row, m, (p, mu, Z, pa, st, vs, gk, gb, base, z, y, x0, x1))
+#define SWEEP_VRZ_ROW(x0, x1, m)                                                               \
+  if ((x0) < (x1))                                                                             \
+  SWEEP_CALL_BY_MASK(vrz_grad_row, m,                                                          \
+                     (p, mu, Z, pa, buoyancy, st, sw, sp, no, oa, ob, gk, gb, base, z, y, x0,  \
+                      x1))
 #define SWEEP_VRZ_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_VRZ_ROW, m, (void)0)
   if (st) {
+    SWEEP_R *sw, *sp;
+    SWEEP_FN(vrz_row_of)(p, st, z, y, &sw, &sp);
+    const sweep_int no = SWEEP_FN(vrz_outer_cells)(p);
+    sweep_int oa, ob;
+    SWEEP_FN(vrz_outer_ends)(p, outer, &oa, &ob);
     SWEEP_MASK_SWITCH(outer, SWEEP_VRZ_SEGMENTS)
   }
 #undef SWEEP_VRZ_ROW
@@ -199,42 +333,46 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_edge_row)(
 /* Boundary saving: one step backwards of u on the plain cells [plain_lo,
  * plain_hi) of row (z, y) (ru: u^t; ru_next: u^{t+1}, receives u^{t-1}; the
  * forward update with no CPML axis is its own inverse in this form), writing
- * the cells' snapshot values W^t, u^t and psi^t = 0 to st[x - store_lo + v *
- * vs]. */
+ * the cells' snapshot value u^t to st[x - store_lo] (their W^t is
+ * recomputed from it, as in full storage). */
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_recon_snap_row)(
     const sweep_acoustic_params *p, const SWEEP_R *kappa_dt2, const SWEEP_R *buoyancy,
     const SWEEP_R *ru, SWEEP_R *ru_next, const SWEEP_R *const *pa, const SWEEP_R *const *pb,
     sweep_int z, sweep_int y, SWEEP_R *st, sweep_int vs) {
   const sweep_int base = z * p->stride[0] + y * p->stride[1], lo = p->store_lo[2];
   SWEEP_R *const none[3] = {NULL, NULL, NULL}; /* no CPML terms: never read */
+  (void)vs;
 #pragma omp simd
   for (sweep_int x = p->plain_lo[2]; x < p->plain_hi[2]; ++x) {
-    st[x - lo] = SWEEP_FN(vrz_fwd_point)(p, kappa_dt2, buoyancy, ru, ru_next, none, none, none,
-                                         pa, pb, base + x, z, y, x, 0);
-    st[vs + x - lo] = ru[base + x];
+    SWEEP_FN(vrz_fwd_point)(p, kappa_dt2, buoyancy, ru, ru_next, none, none, none, pa, pb,
+                            base + x, z, y, x, 0);
+    st[x - lo] = ru[base + x];
   }
-  for (int v = 2; v < 2 + SWEEP_NDIM; ++v) /* psi of each axis */
-    for (sweep_int x = p->plain_lo[2]; x < p->plain_hi[2]; ++x) st[v * vs + x - lo] = 0;
 }
 
 /* Boundary saving: the snapshot values of the band cells [x0, x1) of row
- * (z, y) (mask: their CPML axes; st: the row's snapshot as
- * vrz_recon_snap_row's): W^t from the reconstruction, the band's u^t (ru)
- * and the ring's u^t and psi^t (ru, rpsi; vrz_w_band_point), u^t, and
- * psi^t = 0 of each axis. */
+ * (z, y) (mask: their CPML axes; st: the row's u as vrz_recon_snap_row's):
+ * u^t, and W^t (an outer cell's value) from the reconstruction, the band's
+ * u^t (ru) and the ring's u^t and psi^t (ru, rpsi; vrz_w_band_point).  Their
+ * psi is zero (and so is the one-step buffer's, never written there). */
 SWEEP_ONCE_FN void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
                                                  const SWEEP_R *buoyancy, const SWEEP_R *ru,
                                                  const SWEEP_R *rpsi, sweep_int z, sweep_int y,
                                                  sweep_int x0, sweep_int x1, int mask,
                                                  SWEEP_R *st, sweep_int vs) {
   const sweep_int base = z * p->stride[0] + y * p->stride[1], lo = p->store_lo[2];
+  sweep_int a, b;
+  SWEEP_FN(vrz_outer_ends)(p, SWEEP_FN(row_mask)(p, z, y), &a, &b);
+  SWEEP_R *w, *psi;
+  SWEEP_FN(vrz_row_of)(p, st, z, y, &w, &psi);
+  /* w[x]: the cell's W, by outer cell or (store_layout 1) by cell. */
+  SWEEP_R *const sw = w - (p->store_layout || x0 < a ? lo : b - (a - lo));
+  (void)vs, (void)psi;
 #pragma omp simd
   for (sweep_int x = x0; x < x1; ++x) {
-    st[x - lo] = SWEEP_FN(vrz_w_band_point)(p, buoyancy, ru, rpsi, base + x, z, y, x, mask);
-    st[vs + x - lo] = ru[base + x];
+    sw[x] = SWEEP_FN(vrz_w_band_point)(p, buoyancy, ru, rpsi, base + x, z, y, x, mask);
+    st[x - lo] = ru[base + x];
   }
-  for (int v = 2; v < 2 + SWEEP_NDIM; ++v) /* psi of each axis */
-    for (sweep_int x = x0; x < x1; ++x) st[v * vs + x - lo] = 0;
 }
 
 /* sub_problem's VRZ arrays of shots: the wavefields, the model gradients and
@@ -252,8 +390,14 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 
 #define SWEEP_EQ_FORWARD SWEEP_FN(sweep_vrz_forward)
 #define SWEEP_EQ_BACKWARD SWEEP_FN(sweep_vrz_backward)
-/* W^n, u^n and psi^n of each axis. */
+/* The forward row's values: W^n, u^n and psi^n of each axis (the CPML
+ * replay keeps them all); the store keeps one record per shot and step
+ * (vrz_store_row). */
 #define SWEEP_EQ_SNAP_VALUES (2 + SWEEP_NDIM)
+#define SWEEP_EQ_STORE_VALUES 1
+#define SWEEP_EQ_STORE_CELLS(p) SWEEP_VRZ_RECORD(p)
+#define SWEEP_EQ_FWD_STORE(p, dst, wr, z, y, outer) \
+  SWEEP_FN(vrz_store_row)(p, dst, wr, z, y, outer)
 /* A row's gradient reads the snapshot of its neighbour rows with the
  * adjoint state of the same step, so no correlation is deferred. */
 #define SWEEP_EQ_PAIRED_CORRELATION 0
@@ -306,7 +450,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y)                                                  \
   do {                                                                                          \
     SWEEP_FN(vrz_adj_full_row)(p, kappa_dt2, buoyancy, mu + (off), mu_prev + (off), P, Pn, Z,   \
-                               Zn, pa, pb, snap, SWEEP_SNAP_STRIDE(p), gk_all ? gk_all + (off) : NULL,   \
+                               Zn, pa, pb, snap, gk_all ? gk_all + (off) : NULL,               \
                                gb_all ? gb_all + (off) : NULL, z, y);                           \
     snap = NULL;                                                                                \
   } while (0)
@@ -334,6 +478,23 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_RECON_CELL(i, w, vs) ((void)(i), (void)(w), (void)(vs))
 #define SWEEP_EQ_RECON_SOURCE(i, j, a) (ru_next[i] -= kappa_dt2[j] * buoyancy[j] * (a))
 #define SWEEP_EQ_RECON_LOAD_BAND(i, v, x) (ru_next[i] = (x))
+/* The CPML replay's W, u, psi of the n outer cells from j (CPML cells) into
+ * the record st: u from m, W from j of its block (from m with store_layout 1)
+ * and psi from j of the outer blocks. */
+#define SWEEP_EQ_RECON_SNAP_CPML(p, st, m, j, n, rw, vs, ovs)                               \
+  do {                                                                                      \
+    SWEEP_R *const sw_ = (st) + SWEEP_FN(vrz_cells)(p) + ((p)->store_layout ? (m) : (j));   \
+    SWEEP_R *const sp_ = (st) + SWEEP_FN(vrz_cells)(p) + SWEEP_FN(vrz_w_cells)(p) + (j);    \
+    const sweep_int no_ = SWEEP_FN(vrz_outer_cells)(p);                                     \
+    (void)(vs);                                                                             \
+    for (sweep_int x_ = 0; x_ < (n); ++x_) {                                                \
+      (st)[(m) + x_] = (rw)[(ovs) + (j) + x_];                                              \
+      sw_[x_] = (rw)[(j) + x_];                                                             \
+    }                                                                                       \
+    for (int v_ = 0; v_ < SWEEP_NDIM; ++v_)                                                 \
+      for (sweep_int x_ = 0; x_ < (n); ++x_)                                                \
+        sp_[v_ * no_ + x_] = (rw)[(v_ + 2) * (ovs) + (j) + x_];                             \
+  } while (0)
 /* The ring's u^t into ru and its psi^t into ru_next (as acoustic's), read by
  * the band's snapshot (vrz_recon_snap_band). */
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) (((v) ? ru_next : ru)[i] = (x))

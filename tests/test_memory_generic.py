@@ -81,6 +81,9 @@ class ToyStepper:
     def __init__(self) -> None:
         self.forward_calls = 0
 
+    def snapshot_shape_for(self, compression: str | None) -> tuple[int, ...]:
+        return self.snapshot_shape
+
     def working_bytes(self, *, gradient: bool) -> int:
         forward = self.state_bytes + N * 8 + SHOTS * REC.shape[1] * NT * 8
         return forward + (4 * SHOTS * N * 8 + SHOTS * SRC.shape[1] * NT * 8 if gradient else 0)

@@ -9,9 +9,17 @@ with the VRZ gradients) and the VRZ field table, models, snapshots and
 gradients.  A :class:`sweep._stepper.ReversibleStepper`: the leapfrog of
 ``u`` runs backwards in time on the plain cells, and since the gradient of
 ``B`` at a cell reads its neighbours' snapshot values, the adjoint rebuilds
-each step's whole snapshot (``W``, ``u``, ``psi``) in a one-step buffer from
-the reconstruction (plain cells, where ``psi`` is zero), the band's save and
-the CPML replay, then correlates it as full storage does.
+each step's whole snapshot in a one-step buffer from the reconstruction
+(plain cells), the band's save and the CPML replay, then correlates it as
+full storage does.
+
+The C kernels' snapshot is compact (:attr:`CompiledVRZ.snapshot_shape`):
+``u`` of every stored cell, and ``W`` and ``psi`` only of the outer cells
+(the CPML and the band), since a plain cell's ``W`` is a stencil of ``u``,
+which the adjoint recomputes, and its ``psi`` is zero.  A compressed store
+(bf16) also keeps ``W`` of the plain cells
+(:meth:`CompiledVRZ.snapshot_shape_for`): recomputed from rounded ``u``, a
+second difference of it, ``W`` would carry several times the rounding error.
 """
 
 from __future__ import annotations
@@ -47,8 +55,9 @@ class CompiledVRZ(CompiledStepper):
     """Runs the VRZ kernels on host (NumPy) or device (CuPy) arrays.
 
     Its coefficients are ``(K, B)`` on the padded grid in the kernels' layout
-    (:meth:`kernel_coefficients`); a snapshot holds ``W``, ``u`` and ``psi``
-    of each axis per cell (``2 + ndim`` values).  A
+    (:meth:`kernel_coefficients`); a snapshot holds ``u`` of every stored
+    cell and ``W``, ``psi`` of each axis of the outer cells
+    (:attr:`snapshot_shape`).  A
     :class:`sweep._stepper.ReversibleStepper`: full storage, checkpointing
     and boundary saving (the band keeps ``u``, the snapshot's values of the
     band all ``2 + ndim``).
@@ -63,8 +72,66 @@ class CompiledVRZ(CompiledStepper):
 
     @property
     def snapshot_values(self) -> int:
-        """Values per cell of a snapshot: W, u and psi of each axis."""
+        """Values per cell of a forward row and of the CPML replay: W, u and psi of each axis."""
         return 2 + self.geom.ndim
+
+    @property
+    def snapshot_shape(self) -> tuple[int, ...]:
+        """Shape of one step's gradient snapshot.
+
+        The C kernels' is compact: per shot one record of ``u`` of every
+        stored cell, then ``W`` and ``psi`` of each axis of the outer cells
+        (:attr:`sweep._grid.Geometry.outer_idx`), 1 + ndim blocks; a plain
+        cell's ``W`` is recomputed from ``u`` (``cuda/vrz_stencil.h``,
+        ``vrz_gradient_point``) and its ``psi`` is zero.  2D 300 x 1000 with a
+        20-cell CPML: 1.54 values per stored cell instead of 4 (the nt-500
+        store of 4 shots, float32: 4.4 GB instead of 11.3 GB).  The CUDA
+        kernels keep ``2 + ndim`` values of every stored cell.
+        """
+        if self._cuda_receivers:  # the CUDA kernels (also their host build in the tests)
+            return super().snapshot_shape
+        return (self.geom.n_shots, self._record(keep_w=False))
+
+    def snapshot_shape_for(self, compression: str | None) -> tuple[int, ...]:
+        """Shape of one step's snapshot in a full-storage store of ``compression``.
+
+        Compressed (bf16), the C kernels' record keeps ``W`` of every stored
+        cell (``store_layout`` 1 of ``cuda/vrz_stencil.h``'s CPU rows): a
+        plain cell's ``W`` recomputed from rounded ``u`` had 6x the error of
+        rounding ``W`` (``docs/memory.md``).  2D 300 x 1000, CPML 20: 2.36
+        values per stored cell, against 1.54 uncompressed and 4 on the GPU.
+        """
+        if compression is None or self._cuda_receivers:
+            return self.snapshot_shape
+        return (self.geom.n_shots, self._record(keep_w=True))
+
+    def _record(self, *, keep_w: bool) -> int:
+        """Values of one shot's C snapshot record: u, W (every cell, or outer), psi (outer)."""
+        g = self.geom
+        cells, outer = math.prod(g.store_shape), len(g.outer_idx)
+        return cells + (cells if keep_w else outer) + g.ndim * outer
+
+    def _layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
+        out = super()._layouts()
+        if not self._cuda_receivers:  # either record length; _store_layout tells them apart
+            out["store"] = ((-1, self.geom.n_shots, -1), 0)
+        return out
+
+    def _store_layout(self, f: _Fields) -> int:
+        """Return ``store_layout`` for the snapshot buffer: 1 for a record with every cell's W."""
+        store = f.array("store")
+        if store is None or self._cuda_receivers:
+            return 0
+        record = store.shape[-1]
+        if record == self._record(keep_w=False):
+            return 0
+        if record == self._record(keep_w=True):
+            return 1
+        raise ValueError(
+            f"sweep kernels: a VRZ snapshot record of {record} values per shot; the kernels "
+            f"take {self._record(keep_w=False)} (snapshot_shape) or "
+            f"{self._record(keep_w=True)} (snapshot_shape_for('bf16'))"
+        )
 
     @property
     def model_gradient_bytes(self) -> int:
