@@ -122,6 +122,21 @@ static void SWEEP_FN(bs_reverse)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
 #define SWEEP_FUSE_BORDERS_(ROW, k1)                                                       \
   for (sweep_int l = a; l < b; ++l)                                                        \
     if (l < ea || l >= eb) SWEEP_FUSE_LINE_(ROW, l, k1)
+/* A fused step's sweep (the context SHOT_STATE(f, off) declares in scope):
+ * every strip's wavefront, then, after the barrier, the lines it left out. */
+#define SWEEP_FUSE_SWEEP_(SHOT_STATE, ROW, k0, k1)                                         \
+  _Pragma("omp for schedule(static)")                                                      \
+  for (sweep_int item = 0; item < n_strip_items; ++item) {                                 \
+    SWEEP_FUSE_ITEM_(item, n_strips);                                                      \
+    SHOT_STATE(f, off);                                                                    \
+    SWEEP_FUSE_STRIP_(ROW, k0, k1)                                                         \
+  }                                                                                        \
+  _Pragma("omp for schedule(static)")                                                      \
+  for (sweep_int item = 0; item < n_strip_items; ++item) {                                 \
+    SWEEP_FUSE_ITEM_(item, n_strips);                                                      \
+    SHOT_STATE(f, off);                                                                    \
+    SWEEP_FUSE_BORDERS_(ROW, k1);                                                          \
+  }
 #endif
 
 void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t0,
@@ -170,18 +185,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
           SWEEP_EQ_FWD_POINTS(p, f, 0, shot, shot * ss, t);
-#pragma omp for schedule(static)
-        for (sweep_int item = 0; item < n_strip_items; ++item) {
-          SWEEP_FUSE_ITEM_(item, n_strips);
-          SWEEP_EQ_FWD_SHOT(f, off);
-          SWEEP_FUSE_STRIP_(SWEEP_PH_FWD_ROW_, 0, 1)
-        }
-#pragma omp for schedule(static)
-        for (sweep_int item = 0; item < n_strip_items; ++item) {
-          SWEEP_FUSE_ITEM_(item, n_strips);
-          SWEEP_EQ_FWD_SHOT(f, off);
-          SWEEP_FUSE_BORDERS_(SWEEP_PH_FWD_ROW_, 1);
-        }
+        SWEEP_FUSE_SWEEP_(SWEEP_EQ_FWD_SHOT, SWEEP_PH_FWD_ROW_, 0, 1)
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
           SWEEP_EQ_FWD_POINTS(p, f, 1, shot, shot * ss, t);
@@ -260,18 +264,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
               : NULL;
 #ifdef SWEEP_EQ_FUSE
       if (fuse) {
-#pragma omp for schedule(static)
-        for (sweep_int item = 0; item < n_strip_items; ++item) {
-          SWEEP_FUSE_ITEM_(item, n_strips);
-          SWEEP_EQ_ADJ_SHOT(f, off);
-          SWEEP_FUSE_STRIP_(SWEEP_PH_ADJ_ROW_, 1, 0)
-        }
-#pragma omp for schedule(static)
-        for (sweep_int item = 0; item < n_strip_items; ++item) {
-          SWEEP_FUSE_ITEM_(item, n_strips);
-          SWEEP_EQ_ADJ_SHOT(f, off);
-          SWEEP_FUSE_BORDERS_(SWEEP_PH_ADJ_ROW_, 0);
-        }
+        SWEEP_FUSE_SWEEP_(SWEEP_EQ_ADJ_SHOT, SWEEP_PH_ADJ_ROW_, 1, 0)
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
           SWEEP_EQ_ADJ_POINTS(p, f, 1, shot, shot * ss, t);
