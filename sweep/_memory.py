@@ -876,12 +876,10 @@ def _forward_boundary(run: _Fwd) -> None:
     bounds = _store_bounds(engine, bu, progress, align=max(1, plan_.transfer_interval))
     # Segments start the replays; callback steps must end calls (sweep._callbacks).
     bounds = sorted(set(bounds) | set(range(0, nt, seg)) | _callbacks.chunk_bounds(engine, nt))
-    starts = None
+    starts = _replay_starts(engine, state.outer_parts(), -(-nt // seg))
     for t0, t1 in pairwise(bounds):
         if t0 % seg == 0:  # the outer state a replay of this segment starts from
             parts = state.outer_parts()
-            if starts is None:
-                starts = _replay_starts(engine, parts, -(-nt // seg))
             if starts is None:
                 tape.states.append([x.copy() for x in parts])
             else:
