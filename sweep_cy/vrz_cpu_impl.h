@@ -184,27 +184,20 @@ static inline sweep_int SWEEP_FN(vrz_outer_cells)(const sweep_acoustic_params *p
   return SWEEP_FN(vrz_outer_row)(p, p->store_hi[0], p->store_lo[1]);
 }
 
-/* Stored cells of one shot, and the offset of row (z, y) among them (the
- * skeleton's store_cells and store_row). */
-static inline sweep_int SWEEP_FN(vrz_cells)(const sweep_acoustic_params *p) {
-  return (p->store_hi[0] - p->store_lo[0]) * (p->store_hi[1] - p->store_lo[1]) *
-         (p->store_hi[2] - p->store_lo[2]);
-}
-static inline sweep_int SWEEP_FN(vrz_row_off)(const sweep_acoustic_params *p, sweep_int z,
-                                              sweep_int y) {
-  return ((z - p->store_lo[0]) * (p->store_hi[1] - p->store_lo[1]) + (y - p->store_lo[1])) *
-         (p->store_hi[2] - p->store_lo[2]);
-}
+/* Stored cells of one shot, and the offset of a stored row (z, y) among
+ * them: the skeleton's (cpu_skeleton.h, included at the end of this file). */
+static inline sweep_int SWEEP_FN(store_cells)(const SWEEP_EQ_PARAMS *p);
+static inline sweep_int SWEEP_FN(store_row)(const SWEEP_EQ_PARAMS *p, sweep_int z, sweep_int y);
 
 /* Cells of a record's W block (see above). */
 static inline sweep_int SWEEP_FN(vrz_w_cells)(const sweep_acoustic_params *p) {
-  return p->store_layout ? SWEEP_FN(vrz_cells)(p) : SWEEP_FN(vrz_outer_cells)(p);
+  return p->store_layout ? SWEEP_FN(store_cells)(p) : SWEEP_FN(vrz_outer_cells)(p);
 }
 
 /* A shot's snapshot record: u of the stored cells, W, then psi of each axis
  * of the outer cells. */
 #define SWEEP_VRZ_RECORD(p)                                  \
-  (SWEEP_FN(vrz_cells)(p) + SWEEP_FN(vrz_w_cells)(p) + \
+  (SWEEP_FN(store_cells)(p) + SWEEP_FN(vrz_w_cells)(p) + \
    SWEEP_NDIM * SWEEP_FN(vrz_outer_cells)(p))
 
 /* Row (z, y) of a record whose row (u) is at st: its W (*w: of the row's
@@ -212,9 +205,9 @@ static inline sweep_int SWEEP_FN(vrz_w_cells)(const sweep_acoustic_params *p) {
  * cells (the d'-th axis's d' vrz_outer_cells further). */
 static inline void SWEEP_FN(vrz_row_of)(const sweep_acoustic_params *p, const SWEEP_R *st,
                                         sweep_int z, sweep_int y, SWEEP_R **w, SWEEP_R **psi) {
-  const sweep_int orow = SWEEP_FN(vrz_outer_row)(p, z, y);
-  SWEEP_R *const blocks = (SWEEP_R *)st - SWEEP_FN(vrz_row_off)(p, z, y) + SWEEP_FN(vrz_cells)(p);
-  *w = blocks + (p->store_layout ? SWEEP_FN(vrz_row_off)(p, z, y) : orow);
+  const sweep_int orow = SWEEP_FN(vrz_outer_row)(p, z, y), srow = SWEEP_FN(store_row)(p, z, y);
+  SWEEP_R *const blocks = (SWEEP_R *)st - srow + SWEEP_FN(store_cells)(p);
+  *w = blocks + (p->store_layout ? srow : orow);
   *psi = blocks + SWEEP_FN(vrz_w_cells)(p) + orow;
 }
 
@@ -483,8 +476,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
  * and psi from j of the outer blocks. */
 #define SWEEP_EQ_RECON_SNAP_CPML(p, st, m, j, n, rw, vs, ovs)                               \
   do {                                                                                      \
-    SWEEP_R *const sw_ = (st) + SWEEP_FN(vrz_cells)(p) + ((p)->store_layout ? (m) : (j));   \
-    SWEEP_R *const sp_ = (st) + SWEEP_FN(vrz_cells)(p) + SWEEP_FN(vrz_w_cells)(p) + (j);    \
+    SWEEP_R *const sw_ = (st) + SWEEP_FN(store_cells)(p) + ((p)->store_layout ? (m) : (j));   \
+    SWEEP_R *const sp_ = (st) + SWEEP_FN(store_cells)(p) + SWEEP_FN(vrz_w_cells)(p) + (j);    \
     const sweep_int no_ = SWEEP_FN(vrz_outer_cells)(p);                                     \
     (void)(vs);                                                                             \
     for (sweep_int x_ = 0; x_ < (n); ++x_) {                                                \
