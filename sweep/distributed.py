@@ -146,6 +146,15 @@ class _JaxMisfit:
 
 
 # -- shot groups --------------------------------------------------------------------------
+def _check_counts(**counts: Any) -> None:
+    """Raise ValueError naming the first count that is given (not None) and not an int >= 1."""
+    for name, value in counts.items():
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
+        ):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
 def shot_groups(n_shots: int, n_groups: int) -> list[slice]:
     """Split ``n_shots`` into ``n_groups`` contiguous groups whose sizes differ by at most one.
 
@@ -161,9 +170,7 @@ def shot_groups(n_shots: int, n_groups: int) -> list[slice]:
     list of slice
         The groups in shot order; the first ``n_shots % n_groups`` are one shot longer.
     """
-    for name, value in (("n_shots", n_shots), ("n_groups", n_groups)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    _check_counts(n_shots=n_shots, n_groups=n_groups)
     n = min(int(n_groups), int(n_shots))
     size, extra = divmod(int(n_shots), n)
     out, start = [], 0
@@ -572,11 +579,7 @@ def local_client(
     -------
     distributed.Client
     """
-    for name, value in (("n_workers", n_workers), ("threads_per_worker", threads_per_worker)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1
-        ):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    _check_counts(n_workers=n_workers, threads_per_worker=threads_per_worker)
     try:
         import dask
         import distributed
