@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -189,16 +190,39 @@ def test_dask_observed_loader_and_large_models_match_the_array_path(client, tmp_
 
 # Misfits of the tests are local functions: pickle cannot send those by reference, so
 # Dask sends them by value (cloudpickle); workers could not import this test module.
-def _kill_once(marker: str):
-    """The L2 misfit, except that its first call kills the worker running it."""
+def _kill_first(*markers: str):
+    """The L2 misfit, except that its first ``len(markers)`` calls kill the worker running it.
+
+    Creating a marker is atomic (``O_EXCL``): with one marker exactly one call dies even
+    when two groups reach the misfit at the same moment.
+    """
 
     def misfit(predicted, observed):
-        if not os.path.exists(marker):
-            Path(marker).touch()
+        for marker in markers:
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                continue
             os._exit(1)  # the worker process dies mid-task
         return l2_misfit(predicted, observed)
 
     return misfit
+
+
+def _within(seconds: float, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, failing the test (not hanging it) after ``seconds``.
+
+    A daemon thread: a call that never returns cannot keep pytest from exiting.
+    """
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(fn(*args, **kwargs)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        pytest.fail(f"{getattr(fn, '__name__', fn)} did not return within {seconds} s")
+    if not result:
+        pytest.fail(f"{getattr(fn, '__name__', fn)} raised (see the thread's traceback above)")
+    return result[0]
 
 
 def test_dask_a_dead_worker_changes_nothing(client, tmp_path):
@@ -206,7 +230,8 @@ def test_dask_a_dead_worker_changes_nothing(client, tmp_path):
     kw = dict(grid_spacing=h, dt=dt, observed=observed, client=client, shots_per_group=2)
     loss, grads = gradient(sweep.acoustic, v, **kw, **problem)
     marker = tmp_path / "killed"
-    loss_k, grads_k = gradient(sweep.acoustic, v, misfit=_kill_once(str(marker)), **kw, **problem)
+    misfit = _kill_first(str(marker))
+    loss_k, grads_k = _within(120, gradient, sweep.acoustic, v, misfit=misfit, **kw, **problem)
     assert marker.exists()  # a worker did die
     assert loss_k == loss and all(np.array_equal(grads[k], grads_k[k]) for k in grads)
     client.wait_for_workers(2, timeout=60)
@@ -221,6 +246,29 @@ def test_dask_a_dead_worker_changes_nothing(client, tmp_path):
                 break
             time.sleep(0.2)
         assert got == [[c] for c in cores]
+
+
+@pytest.mark.parametrize("models_as", ["inline", "task"])
+def test_dask_every_worker_dead_at_once_changes_nothing(client, tmp_path, monkeypatch, models_as):
+    """Both groups' workers die (the first two misfit calls); the restarted workers finish.
+
+    Tasks tied to a worker's address, even loosely, wait forever once every such
+    worker is gone (Dask does not hand them to workers that join later).  "task":
+    the models travel as a task (large models do), copied to every worker, and are
+    lost with the workers: Dask computes them again.
+    """
+    if models_as == "task":
+        monkeypatch.setattr(sweep.distributed, "_INLINE_MODEL_BYTES", 0)
+    v, h, dt, observed, problem = _problem(n_shots=4)
+    kw = dict(grid_spacing=h, dt=dt, observed=observed, client=client, shots_per_group=2)
+    client.wait_for_workers(2, timeout=60)
+    loss, grads = gradient(sweep.acoustic, v, **kw, **problem)
+    markers = [str(tmp_path / f"killed{i}") for i in range(2)]
+    misfit = _kill_first(*markers)
+    loss_k, grads_k = _within(120, gradient, sweep.acoustic, v, misfit=misfit, **kw, **problem)
+    assert all(os.path.exists(m) for m in markers)  # two workers died
+    assert loss_k == loss and all(np.array_equal(grads[k], grads_k[k]) for k in grads)
+    client.wait_for_workers(2, timeout=60)
 
 
 def _weighting():
