@@ -214,15 +214,22 @@ def _within(seconds: float, fn, *args, **kwargs):
 
     A daemon thread: a call that never returns cannot keep pytest from exiting.
     """
-    result: list = []
-    thread = threading.Thread(target=lambda: result.append(fn(*args, **kwargs)), daemon=True)
+    outcome: dict = {}
+
+    def call():
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the test's thread below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=call, daemon=True)
     thread.start()
     thread.join(seconds)
     if thread.is_alive():
         pytest.fail(f"{getattr(fn, '__name__', fn)} did not return within {seconds} s")
-    if not result:
-        pytest.fail(f"{getattr(fn, '__name__', fn)} raised (see the thread's traceback above)")
-    return result[0]
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def test_dask_a_dead_worker_changes_nothing(client, tmp_path):
