@@ -47,15 +47,22 @@ class EagerBase:
     dtype: Any
     device: Any
     options: dict[str, Any] = dataclass_field(default_factory=dict)
+    # False: only what the compiled kernels' set-up reads (the models' padding
+    # and coefficients, the fields' masks), not the eager step's constants.
+    with_step: bool = True
 
     @classmethod
-    def build(cls, geom: Geometry, like: Any, **options: Any) -> EagerBase:
+    def build(
+        cls, geom: Geometry, like: Any, *, with_step: bool = True, **options: Any
+    ) -> EagerBase:
         """Prepare constants on the namespace/device/dtype of ``like``.
 
         ``options``: the equation's own validated settings (``Call.extra``).
+        ``with_step=False``: without the eager step's constants (CPML profiles,
+        masks, ghosts, point terms), for a compiled engine's set-up.
         """
         xp = array_namespace(like)
-        self = cls(geom, xp, like.dtype, device_of(like), dict(options))
+        self = cls(geom, xp, like.dtype, device_of(like), dict(options), with_step)
         self._setup()
         return self
 
@@ -89,6 +96,8 @@ class EagerBase:
         self.c1 = [float(c) for c in _fd.first_derivative(g.order)]
         self.c2 = [float(c) for c in _fd.second_derivative(g.order)]
         self.maps = [self._asarray(g.axis_map(d), xp.int64) for d in range(nd)]
+        if not self.with_step:
+            return
         self.live = self._asarray(g.live()[None])
         self.pml = []
         for d in range(nd):

@@ -454,8 +454,9 @@ class Geometry:
 
     def live(self) -> np.ndarray:
         """Return 1.0 where the wavefield is updated and 0.0 elsewhere, on the padded grid."""
-        out = np.ones(self.padded_shape)
-        for d in range(self.ndim):
+        # The outer product of the axes' masks: the first product is full-size.
+        out = self.axis_live(0).astype(np.float64).reshape(_axis_shape(self.ndim, 0))
+        for d in range(1, self.ndim):
             out = out * self.axis_live(d).reshape(_axis_shape(self.ndim, d))
         return out
 

@@ -182,7 +182,7 @@ class EagerStaggered(EagerBase):
         # CPML profiles on the interior, at the nodes (backward differences)
         # and the half nodes (forward differences), broadcast along axis d.
         self.prof = []
-        for d in range(nd):
+        for d in range(nd if self.with_step else 0):
             per = {}
             for forward, profiles in ((False, g.pml_profiles), (True, g.pml_profiles_half)):
                 a, b = profiles[d]
@@ -194,13 +194,16 @@ class EagerStaggered(EagerBase):
         self.field_live = {}
         self.mirrors = {}
         for name, stag in self.stag.items():
-            mask = np.ones(g.padded_shape)
+            # The outer product of the axes' masks, in the engine's dtype: one
+            # full-size array (each fresh one costs its page faults).
+            mask = None
             for d in range(nd):
                 live = live_axis(g, d, d in stag, self.held(name, d))
-                mask = mask * live.reshape(self._axis_shape(d)[1:])
-            self.field_live[name] = self._asarray(mask[None])
+                live = self._asarray(live.reshape(self._axis_shape(d)[1:]))
+                mask = live if mask is None else mask * live
+            self.field_live[name] = mask[None]
             mirrors = []
-            for d in range(nd):
+            for d in range(nd if self.with_step else 0):
                 sign = self.mirror_sign(name, d)
                 mirror, ghost = g.ghost_mirror(d, half=d in stag)
                 if ghost.any() and sign:
@@ -211,7 +214,8 @@ class EagerStaggered(EagerBase):
         self.next = [
             self._asarray(np.minimum(np.arange(n) + 1, n - 1), xp.int64) for n in g.padded_shape
         ]
-        self._setup_points()
+        if self.with_step:
+            self._setup_points()
 
     def valid(self, name: str, d: int) -> np.ndarray:
         """Where field ``name`` holds a value along axis ``d`` (:func:`valid_axis`)."""

@@ -11,6 +11,7 @@ tests/test_equation_contracts.py.
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -203,3 +204,25 @@ def test_threads_and_repeats_are_bitwise_equal(ndim):
             assert np.array_equal(out.state[key], runs[0][0].state[key]), key
         for key in g:
             assert np.array_equal(g[key], runs[0][1][key]), key
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_compiled_setup_builds_no_eager_step_and_the_same_coefficients(ndim):
+    """The compiled engine's eager engine skips the step's constants, not the coefficients'."""
+    from sweep.equations.maxwell import compiled
+    from sweep.equations.maxwell.eager import EagerMaxwell
+    from sweep.equations.maxwell.propagator import _prepare
+
+    models, dx, dt, kw = _problem(ndim, free=(0,))
+    args = inspect.signature(_fn(ndim)).bind(*models, dx, dt, **kw)
+    args.apply_defaults()
+    call = _prepare(**args.arguments, equation=_fn(ndim).__name__)
+    engine = compiled.CompiledMaxwell(call.geom, np, np.float64, **call.extra)
+    assert not engine.eager.with_step and not hasattr(engine.eager, "src_terms")
+    full = EagerMaxwell.build(call.geom, models[0], **call.extra)
+    assert hasattr(full, "src_terms") and full.mirrors["ey"]  # the step's images
+    lean = compiled.coefficient_arrays(engine.eager, *models)
+    ref = compiled.coefficient_arrays(full, *models)
+    assert lean.keys() == ref.keys()
+    for k in ref:
+        np.testing.assert_array_equal(lean[k], ref[k])

@@ -140,7 +140,8 @@ class CompiledMaxwell(CompiledElastic):
             "source_component": source_component,
             "receiver_component": receiver_component,
         }
-        self.eager = EagerMaxwell.build(geom, like, **self.components)
+        # The eager engine's models, coefficients and masks (not its step).
+        self.eager = EagerMaxwell.build(geom, like, with_step=False, **self.components)
         self.n_fields = len(comp.fields(nd))
         self.n_coefficients = len(coefficient_slots(nd))
         # The kernels' field numbering (H_c at c, E_c at 3 + c; unused slots unnamed).
@@ -255,10 +256,12 @@ def coefficient_arrays(eager: EagerMaxwell, epsilon: Any, sigma: Any, mu: Any) -
 
     Keyed by slot (:func:`coefficient_slots`); padded, without a shot axis.
     """
-    c = eager.coefficients(epsilon, sigma, mu)
+    c = eager.coefficients(epsilon, sigma, mu, sources=False)
     out = {}
     for (kind, name), k in coefficient_slots(eager.geom.ndim).items():
-        out[k] = c[kind][name] * eager.field_live[name][0]
+        # In place (no fresh array to fault in): each coefficient is a new array.
+        out[k] = c[kind][name]
+        out[k] *= eager.field_live[name][0]
     return out
 
 

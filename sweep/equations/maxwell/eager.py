@@ -99,12 +99,15 @@ class EagerMaxwell(EagerStaggered):
             m = 0.5 * (m + self._shift(m, d))
         return m
 
-    def coefficients(self, epsilon: Any, sigma: Any, mu: Any) -> dict[str, Any]:
+    def coefficients(
+        self, epsilon: Any, sigma: Any, mu: Any, *, sources: bool = True
+    ) -> dict[str, Any]:
         """Differentiable coefficients on the padded grid (no shot axis), ``dt`` folded in.
 
         ``"ca"``, ``"cb"``: the semi-implicit E update of each component;
         ``"ch"``: ``dt / (mu0 mu)`` of each H component; ``"src"``: the
-        sources' scale ``cb / dV`` by E component.
+        sources' scale ``cb / dV`` by E component (empty unless ``sources``:
+        the compiled kernels scale by ``cb``).
         """
         dt = self.geom.dt
         eps, sig, mu = (self.pad_model(m) for m in (epsilon, sigma, mu))
@@ -113,11 +116,12 @@ class EagerMaxwell(EagerStaggered):
             if name[0] == "e":
                 e = EPS0 * self._mean(eps, stag)
                 s = self._mean(sig, stag) * dt / (2 * e)
-                ca[name] = (1 - s) / (1 + s)
-                cb[name] = dt / (e * (1 + s))
+                s1 = 1 + s
+                ca[name] = (1 - s) / s1
+                cb[name] = dt / (e * s1)
             else:
                 ch[name] = dt / (MU0 * self._mean(mu, stag))
-        src = {c: x / self.dv for c, x in cb.items()}
+        src = {c: x / self.dv for c, x in cb.items()} if sources else {}
         return {"ca": ca, "cb": cb, "ch": ch, "src": src}
 
     # -- the step ---------------------------------------------------------------------
