@@ -254,7 +254,8 @@ def main(argv: list[str] | None = None) -> None:
 
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     results, summary = [], []
-    tmp = tempfile.mkdtemp(prefix="bench_tide_")
+    tmp_dir = tempfile.TemporaryDirectory(prefix="bench_tide_")  # the traces, removed at exit
+    tmp = tmp_dir.name
     for case in cases:
         for mode in modes:
             ratios, pair, traces = [], {}, {}
