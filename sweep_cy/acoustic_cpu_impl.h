@@ -65,18 +65,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_full_row)(
 #define SWEEP_FWD_ROW(x0, x1, m)  \
   SWEEP_CALL_BY_MASK(fwd_mask_row, m, \
                      (p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, x0, x1))
-  /* The high x-CPML segment's psi window reaches a vector (<= a line) below it. */
-  const sweep_int xa = p->plain_hi[2] - SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
-  const sweep_int xb = p->shape[2];
-#define SWEEP_FWD_AHEAD                                                  \
-  if (SWEEP_NDIM == 3) {                                                 \
-    SWEEP_FN(prefetch_cells)(psi[2] + base, xa, xb);                     \
-    SWEEP_FN(prefetch_cells)(zeta[2] + base, xa, xb);                    \
-    SWEEP_FN(prefetch_cells)(psi_new[2] + base, xa, xb);                 \
-  }
-#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_FWD_ROW, m, SWEEP_FWD_AHEAD)
+#define SWEEP_ROW_SEGMENTS(m) \
+  SWEEP_ROW_IN_ORDER(SWEEP_FWD_ROW, m, SWEEP_FN(prefetch_fwd_xcpml)(p, psi, zeta, psi_new, base))
   SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
-#undef SWEEP_FWD_AHEAD
 #undef SWEEP_FWD_ROW
 #undef SWEEP_ROW_SEGMENTS
 }

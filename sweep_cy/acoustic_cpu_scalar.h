@@ -82,8 +82,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_row)(SWEEP_FWD_SC
                                                                     const int mask) {
 #if SWEEP_HAVE_VEC
   if (p->simd_rows)
-    x0 = SWEEP_FN(fwd_row_vec)(p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base, z, y,
-                               x0, x1, mask);
+    x0 = SWEEP_FN(fwd_row_vec)(p, v2dt2, NULL, u, u_prev, psi, psi_new, zeta, pa, pb, wrow, base,
+                               z, y, x0, x1, mask);
 #endif
   SWEEP_FN(fwd_row_scalar)(SWEEP_FWD_SCALAR_ARGS, mask);
 }

@@ -17,6 +17,28 @@
 #define SWEEP_TAIL_SLOTS 4
 #include "cpu_vec.h"
 
+/*
+ * The forward's second-difference operator.  Acoustic's is SWEEP_D2 of u; an
+ * equation with another one on the same fields and CPML (VRZ's flux form,
+ * vrz_stencil.h) defines, before including this header, SWEEP_VEC_FWD_OP
+ * (SWEEP_D2's place in SWEEP_FWD_AXIS_OP) and these taps:
+ *   SWEEP_VEC_FWD_XOP_(k), SWEEP_VEC_FWD_OOP_(k): the operator's taps along x
+ *     (from the windows uw and mw) and along the outer axes (through tp);
+ *   SWEEP_VEC_FWD_XPSI_(k), SWEEP_VEC_FWD_OPSI_(k): those of D1 psi;
+ *   SWEEP_VEC_FWD_CELL: declarations per vector of cells the taps use;
+ *   SWEEP_VEC_M1 1: the rows take a second model m1 (VRZ's buoyancy), whose
+ *     row the window mw slides over (else mw is a copy of uw, never read).
+ */
+#ifndef SWEEP_VEC_FWD_OP
+#define SWEEP_VEC_FWD_OP SWEEP_D2
+#define SWEEP_VEC_FWD_XOP_ SWEEP_TAP_XU_
+#define SWEEP_VEC_FWD_OOP_ SWEEP_TAP_OU_
+#define SWEEP_VEC_FWD_XPSI_ SWEEP_TAP_XPSI_
+#define SWEEP_VEC_FWD_OPSI_ SWEEP_TAP_OPSI_
+#define SWEEP_VEC_FWD_CELL (void)0
+#define SWEEP_VEC_M1 0
+#endif
+
 #if SWEEP_HAVE_VEC
 /* The x taps of the cells [x, x + VL) from a window. */
 #define SWEEP_TAP_XU_(k) SWEEP_WINDOW_TAP(uw, k)
@@ -41,27 +63,31 @@
  * zeta of axis d (updated in place), wv (when not NULL) receives W^n.  ra,
  * rb: the row's CPML a and b of the outer axes, read once per row (through
  * pa and pb the compiler reloaded them every vector, as a store might have
- * changed them). */
+ * changed them).  m1, mw: the second model and its window (SWEEP_VEC_M1). */
 static inline __attribute__((always_inline)) void SWEEP_FN(fwd_vec)(
-    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *up,
-    SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zt, const SWEEP_R *const *pa,
-    const SWEEP_R *const *pb, const SWEEP_R *ra, const SWEEP_R *rb, const SWEEP_FN(taps) tp,
-    SWEEP_R *wv, sweep_int i, sweep_int x, const SWEEP_FN(window) uw,
-    const SWEEP_FN(window) pw, const int mask) {
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *m1, const SWEEP_R *u,
+    SWEEP_R *up, SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zt,
+    const SWEEP_R *const *pa, const SWEEP_R *const *pb, const SWEEP_R *ra, const SWEEP_R *rb,
+    const SWEEP_FN(taps) tp, SWEEP_R *wv, sweep_int i, sweep_int x, const SWEEP_FN(window) uw,
+    const SWEEP_FN(window) pw, const SWEEP_FN(window) mw, const int mask) {
   typedef SWEEP_FN(vec) V;
   SWEEP_COEFFS;
   V w = {0};
+  SWEEP_VEC_FWD_CELL;
+  (void)m1;
+  (void)mw;
   /* The outer axes take their taps through tp (the axis index d goes in the
    * stride slot, where SWEEP_TAP_BYTES reads it). */
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 2; ++d)
-    SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_OU_, SWEEP_TAP_OPSI_, V, w, u + i, psi[d] + i, psi_new[d] + i,
-                        zt[d], ra[d], rb[d], d, (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d],
-                        mask & (1 << d));
+    SWEEP_FWD_AXIS_OP(SWEEP_VEC_FWD_OP, SWEEP_VEC_FWD_OOP_, SWEEP_TAP_OU_, SWEEP_VEC_FWD_OPSI_, V,
+                      w, u + i, psi[d] + i, psi_new[d] + i, zt[d], ra[d], rb[d], d,
+                      (SWEEP_R)p->rdx[d], (SWEEP_R)p->rdx2[d], mask & (1 << d));
   /* The x axis: the same terms with the taps taken from the windows. */
-  SWEEP_FWD_AXIS_TAPS(SWEEP_TAP_XU_, SWEEP_TAP_XPSI_, V, w, u + i, psi[2] + i, psi_new[2] + i,
-                      zt[2], SWEEP_FN(vld)(pa[2] + x), SWEEP_FN(vld)(pb[2] + x), 1,
-                      (SWEEP_R)p->rdx[2], (SWEEP_R)p->rdx2[2], mask & 4);
+  SWEEP_FWD_AXIS_OP(SWEEP_VEC_FWD_OP, SWEEP_VEC_FWD_XOP_, SWEEP_TAP_XU_, SWEEP_VEC_FWD_XPSI_, V, w,
+                    u + i, psi[2] + i, psi_new[2] + i, zt[2], SWEEP_FN(vld)(pa[2] + x),
+                    SWEEP_FN(vld)(pb[2] + x), 1, (SWEEP_R)p->rdx[2], (SWEEP_R)p->rdx2[2],
+                    mask & 4);
   SWEEP_FN(vst)(up, SWEEP_LEAPFROG(SWEEP_FN(vld)(v2dt2 + i), w, uw.cur, SWEEP_FN(vld)(up)));
   if (wv) SWEEP_FN(vst)(wv, w);
 }
@@ -73,14 +99,15 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_vec)(
  * the others).  W^n goes to wrow[x] when wrow is not NULL.
  */
 static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
-    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *u, SWEEP_R *u_prev,
-    SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
+    const sweep_acoustic_params *p, const SWEEP_R *v2dt2, const SWEEP_R *m1, const SWEEP_R *u,
+    SWEEP_R *u_prev, SWEEP_R *const *psi, SWEEP_R *const *psi_new, SWEEP_R *const *zeta,
     const SWEEP_R *const *pa, const SWEEP_R *const *pb, SWEEP_R *wrow, sweep_int base,
     sweep_int z, sweep_int y, sweep_int x0, sweep_int x1, const int mask) {
   const sweep_int c[2] = {z, y};
   const sweep_int nx = p->shape[2];
   const SWEEP_R *row = u + base;
   const SWEEP_R *psi_row = mask & 4 ? psi[2] + base : row;
+  const SWEEP_R *m1_row = SWEEP_VEC_M1 ? m1 + base : row;
   if (x1 - x0 < SWEEP_VL) return x0;
   SWEEP_FN(taps) tp = SWEEP_FN(taps_of)(p);
   SWEEP_R ra[2] = {0, 0}, rb[2] = {0, 0};
@@ -107,28 +134,35 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
     }
     SWEEP_FN(window) uw = SWEEP_FN(window_at)(row, xt);
     SWEEP_FN(window_next)(&uw, row, xt, nx);
-    SWEEP_FN(window) pw = uw;
+    SWEEP_FN(window) pw = uw, mw = uw;
     if (mask & 4) {
       pw = SWEEP_FN(window_at)(psi_row, xt);
       SWEEP_FN(window_next)(&pw, psi_row, xt, nx);
     }
-    SWEEP_FN(fwd_vec)(p, v2dt2, u, tb.v[3], psi, psi_new, zt, pa, pb, ra, rb, tp,
-                      wrow ? wrow + xt : NULL, i, xt, uw, pw, mask);
+    if (SWEEP_VEC_M1) {
+      mw = SWEEP_FN(window_at)(m1_row, xt);
+      SWEEP_FN(window_next)(&mw, m1_row, xt, nx);
+    }
+    SWEEP_FN(fwd_vec)(p, v2dt2, m1, u, tb.v[3], psi, psi_new, zt, pa, pb, ra, rb, tp,
+                      wrow ? wrow + xt : NULL, i, xt, uw, pw, mw, mask);
   }
   sweep_int x = x0;
   SWEEP_FN(window) uw = SWEEP_FN(window_at)(row, x);
   SWEEP_FN(window) pw = mask & 4 ? SWEEP_FN(window_at)(psi_row, x) : uw;
+  SWEEP_FN(window) mw = SWEEP_VEC_M1 ? SWEEP_FN(window_at)(m1_row, x) : uw;
   for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
     SWEEP_FN(window_next)(&uw, row, x, nx);
     if (mask & 4) SWEEP_FN(window_next)(&pw, psi_row, x, nx);
+    if (SWEEP_VEC_M1) SWEEP_FN(window_next)(&mw, m1_row, x, nx);
     const sweep_int i = base + x;
     SWEEP_R *zt[3];
     for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) zt[d] = zeta[d] + i;
     SWEEP_TAPS_OPAQUE(tp);
-    SWEEP_FN(fwd_vec)(p, v2dt2, u, u_prev + i, psi, psi_new, zt, pa, pb, ra, rb, tp,
-                      wrow ? wrow + x : NULL, i, x, uw, pw, mask);
+    SWEEP_FN(fwd_vec)(p, v2dt2, m1, u, u_prev + i, psi, psi_new, zt, pa, pb, ra, rb, tp,
+                      wrow ? wrow + x : NULL, i, x, uw, pw, mw, mask);
     SWEEP_FN(window_slide)(&uw);
     SWEEP_FN(window_slide)(&pw);
+    SWEEP_FN(window_slide)(&mw);
   }
   if (has_tail) {
     const sweep_int i = base + xt;
@@ -305,3 +339,10 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(recon_row_vec)(
 #undef SWEEP_TAP_XAZ_
 #undef SWEEP_TAP_XAP_
 #endif /* SWEEP_HAVE_VEC */
+#undef SWEEP_VEC_FWD_OP
+#undef SWEEP_VEC_FWD_XOP_
+#undef SWEEP_VEC_FWD_OOP_
+#undef SWEEP_VEC_FWD_XPSI_
+#undef SWEEP_VEC_FWD_OPSI_
+#undef SWEEP_VEC_FWD_CELL
+#undef SWEEP_VEC_M1

@@ -83,6 +83,20 @@ static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_cells)(const
   for (sweep_int x = x0; x < x1 + line; x += line) __builtin_prefetch(f + (x < x1 ? x : x1 - 1));
 }
 
+/* Before a forward row's plain middle, the high x-CPML segment's psi, zeta
+ * and psi_new (3D; acoustic's and VRZ's rows, SWEEP_ROW_IN_ORDER's AHEAD):
+ * their window reaches a vector (<= a line) below the segment. */
+static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_fwd_xcpml)(
+    const SWEEP_EQ_PARAMS *p, SWEEP_R *const *psi, SWEEP_R *const *zeta,
+    SWEEP_R *const *psi_new, sweep_int base) {
+  if (SWEEP_NDIM != 3) return;
+  const sweep_int xa = p->plain_hi[2] - SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
+  const sweep_int xb = p->shape[2];
+  SWEEP_FN(prefetch_cells)(psi[2] + base, xa, xb);
+  SWEEP_FN(prefetch_cells)(zeta[2] + base, xa, xb);
+  SWEEP_FN(prefetch_cells)(psi_new[2] + base, xa, xb);
+}
+
 /* CPML mask of the outer axes (z, y) of a row. */
 static inline int SWEEP_FN(row_mask)(const SWEEP_EQ_PARAMS *p, sweep_int z, sweep_int y) {
   int mask = 0;

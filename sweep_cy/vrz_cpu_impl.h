@@ -29,6 +29,22 @@
 #include "cpu_rows.h"
 #include "cpu_wave_state.h"
 
+/* ---- Forward vector rows: acoustic's (acoustic_cpu_vec.h: windows, outer
+ * taps, tail buffer, the CPML terms) with L_d in place of D2 and B psi in
+ * place of psi, in vrz_fwd_point's order, so every lane rounds as the point
+ * function does; B (m1) slides in its own window along x. ---- */
+#define SWEEP_VEC_M1 1
+#define SWEEP_VEC_FWD_OP SWEEP_VRZ_L
+#define SWEEP_VEC_FWD_CELL                                    \
+  const V b0_ = SWEEP_FN(vld)(m1 + i), u0_ = uw.cur;          \
+  const SWEEP_R *const bb_ = m1 + i;                          \
+  (void)bb_
+#define SWEEP_VEC_FWD_XOP_(k) ((b0_ + SWEEP_WINDOW_TAP(mw, k)) * (SWEEP_TAP_XU_(k) - u0_))
+#define SWEEP_VEC_FWD_OOP_(k) ((b0_ + SWEEP_OUTER_TAP(bb_, tp, s_, k)) * (SWEEP_TAP_OU_(k) - u0_))
+#define SWEEP_VEC_FWD_XPSI_(k) (SWEEP_WINDOW_TAP(mw, k) * SWEEP_TAP_XPSI_(k))
+#define SWEEP_VEC_FWD_OPSI_(k) (SWEEP_OUTER_TAP(bb_, tp, s_, k) * SWEEP_TAP_OPSI_(k))
+#include "acoustic_cpu_vec.h"
+
 /* ---- Scalar rows: cells [x0, x1) of a row through the point functions, one
  * never-inlined function per CPML mask (SWEEP_DEFINE_BY_MASK). ---- */
 
@@ -133,7 +149,24 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_grad_cells)(
                                   y, b, x1, mask);
 }
 
+#if SWEEP_HAVE_VEC
+/* The forward rows: the vector rows, then the point function for what they
+ * leave (segments shorter than a vector; every cell with SWEEP_SIMD_ROWS=0),
+ * one function for all masks, as acoustic's (acoustic_cpu_scalar.h). */
+SWEEP_DEFINE_ANY_MASK(vrz_fwd_scalar_row, vrz_fwd_cells, (SWEEP_VRZ_FWD_PARAMS),
+                      (SWEEP_VRZ_FWD_ARGS))
+static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_vec_cells)(
+    SWEEP_VRZ_FWD_PARAMS, const int mask) {
+  if (p->simd_rows)
+    x0 = SWEEP_FN(fwd_row_vec)(p, kappa_dt2, buoyancy, u, u_prev, psi, psi_new, zeta, pa, pb, wrow,
+                               base, z, y, x0, x1, mask);
+  if (x0 < x1) SWEEP_FN(vrz_fwd_scalar_row)(SWEEP_VRZ_FWD_ARGS, mask);
+}
+SWEEP_DEFINE_BY_MASK(vrz_fwd_row, vrz_fwd_vec_cells, (SWEEP_VRZ_FWD_PARAMS),
+                     (SWEEP_VRZ_FWD_ARGS))
+#else
 SWEEP_DEFINE_BY_MASK(vrz_fwd_row, vrz_fwd_cells, (SWEEP_VRZ_FWD_PARAMS), (SWEEP_VRZ_FWD_ARGS))
+#endif
 SWEEP_DEFINE_BY_MASK(vrz_adj_row, vrz_adj_cells, (SWEEP_VRZ_ADJ_PARAMS), (SWEEP_VRZ_ADJ_ARGS))
 SWEEP_DEFINE_BY_MASK(vrz_grad_row, vrz_grad_cells, (SWEEP_VRZ_GRAD_PARAMS),
                      (SWEEP_VRZ_GRAD_ARGS))
@@ -261,7 +294,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_full_row)(
   SWEEP_CALL_BY_MASK(vrz_fwd_row, m,                                                          \
                      (p, kappa_dt2, buoyancy, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, \
                       z, y, x0, x1))
-#define SWEEP_VRZ_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_VRZ_ROW, m, (void)0)
+#define SWEEP_VRZ_SEGMENTS(m) \
+  SWEEP_ROW_IN_ORDER(SWEEP_VRZ_ROW, m, SWEEP_FN(prefetch_fwd_xcpml)(p, psi, zeta, psi_new, base))
   SWEEP_MASK_SWITCH(outer, SWEEP_VRZ_SEGMENTS)
 #undef SWEEP_VRZ_ROW
 #undef SWEEP_VRZ_SEGMENTS

@@ -29,6 +29,9 @@ def _wide_problem(ndim, dtype, order, nx, free_surface=False, equation="acoustic
     if equation == "lsrtm":
         problem["vp"] = vp
         problem["mp"] = (0.1 * rng.standard_normal(shape)).astype(dtype)
+    elif equation == "vrz":
+        problem["vp"] = vp
+        problem["z"] = ((1000.0 + 600.0 * rng.random(shape)) * vp).astype(dtype)
     else:
         problem["v"] = vp
     # x faces wide enough for whole vectors in the x-CPML segments, and uneven.
@@ -83,6 +86,32 @@ def test_born_vector_rows_are_bitwise_scalar_rows(ndim, order, dtype, monkeypatc
         for k, (a, b) in enumerate(zip(ref, got, strict=True)):
             assert np.array_equal(a, b), (nx, k)
         assert np.abs(ref[0]).max() > 0 and np.abs(ref[5]).max() > 0
+
+
+def _run_vrz(problem, flag, monkeypatch, **memory):
+    monkeypatch.setenv("SWEEP_SIMD_ROWS", flag)
+    kw = dict(problem)
+    vp, z = kw.pop("vp"), kw.pop("z")
+    out, pullback = sweep.vjp(sweep.vrz, vp, z, **kw, impl="c", n_threads=1, **memory)
+    d = np.random.default_rng(1).standard_normal(out.receivers.shape).astype(out.receivers.dtype)
+    grads = pullback(d)
+    return [out.receivers, np.asarray(out.wavefield), grads["vp"], grads["z"],
+            grads["source_amplitudes"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("ndim", (2, 3))
+@pytest.mark.parametrize("order", (2, 4, 6, 8))
+@pytest.mark.parametrize("dtype", (np.float32, np.float64))
+def test_vrz_vector_rows_are_bitwise_scalar_rows(ndim, order, dtype, monkeypatch):
+    """VRZ's forward (acoustic's vector rows with its flux operator, B in a window of its
+    own): receivers, wavefield, and the gradients from its snapshots' W."""
+    for nx, memory in itertools.product((61, 64 + order), ({}, {"memory": BOUNDARY})):
+        problem = _wide_problem(ndim, dtype, order, nx, free_surface=order == 4, equation="vrz")
+        ref = _run_vrz(problem, "0", monkeypatch, **memory)
+        got = _run_vrz(problem, "1", monkeypatch, **memory)
+        for k, (a, b) in enumerate(zip(ref, got, strict=True)):
+            assert np.array_equal(a, b), (nx, memory, k)
+        assert np.abs(ref[0]).max() > 0 and np.abs(ref[3]).max() > 0
 
 
 def test_simd_rows_setting_is_checked(monkeypatch):
