@@ -14,7 +14,8 @@ Each (library, case) runs in a subprocess of its own, interleaved, once:
 Options: ``--order N`` (4), ``--3d``, ``--f64`` (float64), ``--nt N``,
 ``--ckpt N`` (sweep: chunked checkpointing with N chunks; Deepwave:
 ``checkpoint_segments=N``), ``--boundary`` (sweep: boundary saving),
-``--full`` (sweep: full storage in memory), ``--no-eager``, ``--eager-nt N``.  Each line
+``--full`` (sweep: full storage in memory), ``--warm`` (sweep: time a
+second call, after an untimed one), ``--no-eager``, ``--eager-nt N``.  Each line
 gives the time, the model cells times steps times shots per second
 (Mcells/s) and the peak resident memory the run added (MB).  The eager
 gradient (torch autodiff keeps every step) runs with ``--eager-nt`` steps
@@ -25,11 +26,28 @@ and is scaled to nt (linear in nt).
 them) and 296 ``"exx"`` receivers on row 2, gauge length 20 m,
 ``quantity="strain"``; the same model and sources.  The gradients run
 ``--das-nt`` steps (c) and ``--eager-nt`` steps (eager), scaled to nt.
+
+``--devito``: the forward, sweep ``c`` against Devito's elastic example
+(``examples.seismic.elastic.ElasticWaveSolver``, velocity-stress, its own
+OpenMP code), interleaved ``--repeats N`` (3) times, 2 threads, each run
+after one untimed warm-up call (Devito compiles its operator on the first).
+The example injects an explosion (on the normal stresses) and records
+``tau_zz``, so both run ``source_kind="p"`` and ``receiver_kind="szz"``
+here; Devito runs one call per shot and absorbs with its damping mask of
+``pml_width`` cells, not a CPML, and scales its source differently, so
+the agreement check is scale-free: the cosine similarity of the receiver
+traces (-1: opposite source signs).  Devito pins its own NumPy, so
+``SWEEP_BENCH_DEVITO_PYTHON=/path/to/venv/bin/python`` may name the
+interpreter of its worker (as in bench_acoustic.py); ``--json PATH``
+writes the figures.
 """
 
+import json
+import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -38,6 +56,31 @@ import numpy as np
 
 def _opt(name: str, default: int) -> int:
     return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
+def compare_devito(nt: int, repeats: int, rest: list[str]) -> dict:
+    """Time sweep ``c`` against Devito's elastic example, interleaved; see ``--devito``."""
+    python = os.environ.get("SWEEP_BENCH_DEVITO_PYTHON", sys.executable)
+    probe = "import devito, examples.seismic.elastic"
+    if subprocess.run([python, "-c", probe], capture_output=True).returncode:
+        sys.exit(f"{python} cannot import Devito's examples: set SWEEP_BENCH_DEVITO_PYTHON")
+    env = dict(os.environ, OMP_NUM_THREADS="2", DEVITO_LANGUAGE="openmp", DEVITO_LOGGING="ERROR")
+    times: dict[str, list[float]] = {"c": [], "devito": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeats):
+            for lib, times_lib in times.items():
+                save = f"{tmp}/{lib}.npz"
+                command = [python if lib == "devito" else sys.executable, "-P", __file__,
+                           lib, "p-fwd", str(nt), "--save", save, *rest]  # fmt: skip
+                out = subprocess.run(command, capture_output=True, text=True, env=env)
+                print((out.stdout.strip().splitlines() or [out.stderr.strip()[-300:]])[-1])
+                times_lib.append(float(np.load(save)["elapsed"]))
+        a, b = (np.load(f"{tmp}/{lib}.npz")["receivers"].astype(np.float64) for lib in times)
+    # Scale-free: Devito scales its source differently and absorbs with a mask.
+    cosine = float(np.vdot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+    best = {lib: min(t) for lib, t in times.items()}
+    return {"nt": nt, "args": rest, "threads": 2, "times_s": times, "best_s": best,
+            "devito_over_c": best["devito"] / best["c"], "receivers_cosine": cosine}  # fmt: skip
 
 
 warnings.simplefilter("ignore")
@@ -52,6 +95,14 @@ if len(sys.argv) < 3 or sys.argv[1].startswith("--"):
     eager_nt = _opt("--eager-nt", 150)
     das = "--das" in sys.argv
     das_nt = _opt("--das-nt", 300)
+    if "--devito" in sys.argv:
+        flags = [a for a in ("--3d", "--f64") if a in sys.argv] + ["--order", str(order)]
+        result = compare_devito(nt, _opt("--repeats", 3), flags)
+        print(json.dumps(result))
+        if "--json" in sys.argv:
+            with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+                json.dump(result, f, indent=1)
+        sys.exit(0)
     libs = ("c", "deepwave") if "--no-eager" in sys.argv else ("c", "deepwave", "eager")
     if das:
         libs = tuple(lib for lib in libs if lib != "deepwave")
@@ -96,6 +147,8 @@ if lib in ("c", "eager"):
 
     kw = dict(source_amplitudes=amp, source_locations=src, receiver_locations=rec,
               accuracy=order, pml_width=pml, impl=lib)  # fmt: skip
+    if case == "p-fwd":  # Devito's example: an explosion, tau_zz receivers
+        kw.update(source_kind="p", receiver_kind="szz")
     if case.startswith("das"):
         fibre = sweep.das.Fibre([[5.0, 1500.0], [955.0, 1500.0]], channel_spacing=5.0)
         kw.update(receiver_kind="exx", fibre=fibre, gauge_length=20.0, quantity="strain")
@@ -113,12 +166,52 @@ if lib in ("c", "eager"):
         models = tuple(torch.from_numpy(x) for x in models)
         kw["source_amplitudes"] = torch.from_numpy(amp)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if case == "p-fwd" or "--warm" in sys.argv:  # warm, as Devito's is
+        sweep.elastic(*models, dx, dt, **kw)
     t0 = time.perf_counter()
     if case.endswith("fwd"):
         out = sweep.elastic(*models, dx, dt, **kw)
+        receivers = np.asarray(out.receivers)
     else:
         out, pullback = sweep.vjp(sweep.elastic, *models, dx, dt, **kw)
         pullback(out.receivers * 0 + 1)
+    elapsed = time.perf_counter() - t0
+elif lib == "devito":
+    from devito import configuration
+    from examples.seismic import AcquisitionGeometry, Model
+    from examples.seismic.elastic import ElasticWaveSolver
+
+    configuration["log-level"] = "ERROR"
+    # Devito's units (km/s, g/cm^3, ms) and axes (x, [y,] z): reversed, depth last.
+    ndim, dt_ms = len(shape), dt * 1000.0
+    model = Model(
+        vp=vp.T / 1000, vs=vs.T / 1000, b=1000 / rho.T, origin=(0.0,) * ndim,
+        shape=shape[::-1], spacing=(dx,) * ndim, space_order=order, nbl=pml, dtype=dtype,
+        dt=dt_ms,
+    )  # fmt: skip
+    # Devito counts ceil((tn + dt) / dt) samples: keep tn a hair below the last one.
+    geometry = AcquisitionGeometry(
+        model, rec[0, :, ::-1] * dx, src[0, :, ::-1] * dx, t0=0.0,
+        tn=(nt - 1) * dt_ms * (1 - 1e-9), f0=f0 / 1000, src_type="Ricker",
+    )  # fmt: skip
+    assert geometry.nt == nt, f"Devito's time axis has {geometry.nt} samples, not {nt}"
+    solver = ElasticWaveSolver(model, geometry, space_order=order)
+    source = geometry.src
+
+    def devito_shots() -> np.ndarray:
+        """One call per shot (Devito's solvers take one source position)."""
+        traces = []
+        for s in range(shots):
+            source.coordinates.data[:] = src[s, :, ::-1] * dx
+            source.data[:, 0] = amp[s, 0]
+            tau_zz = solver.forward(src=source, dt=dt_ms)[0]
+            traces.append(np.array(tau_zz.data).T)
+        return np.stack(traces)
+
+    devito_shots()  # compiles the operator
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    receivers = devito_shots()
     elapsed = time.perf_counter() - t0
 else:
     import deepwave
@@ -158,3 +251,5 @@ tag = f"{'3d' if three_d else '2d'} o{order} {np.dtype(dtype).name}" + (
 if lib == "c" and case.endswith("grad"):
     tag += f" {out.memory_plan.strategy}"
 print(f"{lib} {case} {tag} nt={nt} {elapsed:.2f} s {mcells:.0f} Mcells/s peak +{peak:.0f} MB")
+if "--save" in sys.argv:  # --devito's workers
+    np.savez(sys.argv[sys.argv.index("--save") + 1], receivers=receivers, elapsed=elapsed)
