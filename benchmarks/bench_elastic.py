@@ -74,6 +74,8 @@ def compare_devito(nt: int, repeats: int, rest: list[str]) -> dict:
                            lib, "p-fwd", str(nt), "--save", save, *rest]  # fmt: skip
                 out = subprocess.run(command, capture_output=True, text=True, env=env)
                 print((out.stdout.strip().splitlines() or [out.stderr.strip()[-300:]])[-1])
+                if out.returncode:  # not a previous repeat's file
+                    sys.exit(f"the {lib} worker failed (exit {out.returncode})")
                 times_lib.append(float(np.load(save)["elapsed"]))
         a, b = (np.load(f"{tmp}/{lib}.npz")["receivers"].astype(np.float64) for lib in times)
     # Scale-free: Devito scales its source differently and absorbs with a mask.
