@@ -85,6 +85,27 @@ def compare_devito(nt: int, repeats: int, rest: list[str]) -> dict:
             "devito_over_c": best["devito"] / best["c"], "receivers_cosine": cosine}  # fmt: skip
 
 
+_VALUE_FLAGS = ("--order", "--ckpt", "--nt", "--eager-nt", "--das-nt", "--repeats", "--json",
+                "--save")  # fmt: skip
+_SWITCHES = ("--3d", "--f64", "--boundary", "--full", "--warm", "--no-eager", "--das", "--devito")
+
+
+def _check_flags(argv: list[str]) -> None:
+    """Print the usage for -h/--help; refuse an unknown flag (it would be ignored)."""
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        sys.exit(0)
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in _VALUE_FLAGS:
+            skip = True
+        elif a.startswith("-") and a not in _SWITCHES:
+            sys.exit(f"bench_elastic.py: unknown option {a!r}; see --help")
+
+
+_check_flags(sys.argv[1:])
 warnings.simplefilter("ignore")
 order = _opt("--order", 4)
 ckpt = _opt("--ckpt", 0)
