@@ -365,10 +365,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_fwd_edge_row)(
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_recon_snap_row)(
     const sweep_acoustic_params *p, const SWEEP_R *kappa_dt2, const SWEEP_R *buoyancy,
     const SWEEP_R *ru, SWEEP_R *ru_next, const SWEEP_R *const *pa, const SWEEP_R *const *pb,
-    sweep_int z, sweep_int y, SWEEP_R *st, sweep_int vs) {
+    sweep_int z, sweep_int y, SWEEP_R *st) {
   const sweep_int base = z * p->stride[0] + y * p->stride[1], lo = p->store_lo[2];
   SWEEP_R *const none[3] = {NULL, NULL, NULL}; /* no CPML terms: never read */
-  (void)vs;
 #pragma omp simd
   for (sweep_int x = p->plain_lo[2]; x < p->plain_hi[2]; ++x) {
     SWEEP_FN(vrz_fwd_point)(p, kappa_dt2, buoyancy, ru, ru_next, none, none, none, pa, pb,
@@ -386,7 +385,7 @@ SWEEP_ONCE_FN void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
                                                  const SWEEP_R *buoyancy, const SWEEP_R *ru,
                                                  const SWEEP_R *rpsi, sweep_int z, sweep_int y,
                                                  sweep_int x0, sweep_int x1, int mask,
-                                                 SWEEP_R *st, sweep_int vs) {
+                                                 SWEEP_R *st) {
   const sweep_int base = z * p->stride[0] + y * p->stride[1], lo = p->store_lo[2];
   sweep_int a, b;
   SWEEP_FN(vrz_outer_ends)(p, SWEEP_FN(row_mask)(p, z, y), &a, &b);
@@ -394,7 +393,7 @@ SWEEP_ONCE_FN void SWEEP_FN(vrz_recon_snap_band)(const sweep_acoustic_params *p,
   SWEEP_FN(vrz_row_of)(p, st, z, y, &w, &psi);
   /* w[x]: the cell's W, by outer cell or (store_layout 1) by cell. */
   SWEEP_R *const sw = w - (p->store_layout || x0 < a ? lo : b - (a - lo));
-  (void)vs, (void)psi;
+  (void)psi;
 #pragma omp simd
   for (sweep_int x = x0; x < x1; ++x) {
     sw[x] = SWEEP_FN(vrz_w_band_point)(p, buoyancy, ru, rpsi, base + x, z, y, x, mask);
@@ -498,9 +497,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
  * storage's, so the cell hooks have nothing to do. */
 #define SWEEP_EQ_RECON(f) ((f)->recon_u != NULL && (f)->grad_kappa_dt2 != NULL)
 #define SWEEP_EQ_RECON_SNAPSHOT 1
-#define SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, off, z, y, st, vs)                                \
-  SWEEP_FN(vrz_recon_snap_row)(p, kappa_dt2, buoyancy, ru + (off), ru_next + (off), pa, pb, z, \
-                               y, st, vs)
+#define SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, off, z, y, st, vs)                                  \
+  ((void)(vs), SWEEP_FN(vrz_recon_snap_row)(p, kappa_dt2, buoyancy, ru + (off), ru_next + (off), \
+                                            pa, pb, z, y, st))
 #define SWEEP_EQ_RECON_ROW(p, off, base) ((void)0)
 #define SWEEP_EQ_RECON_CELL(i, w, vs) ((void)(i), (void)(w), (void)(vs))
 #define SWEEP_EQ_RECON_SOURCE(i, j, a) (ru_next[i] -= kappa_dt2[j] * buoyancy[j] * (a))
@@ -527,8 +526,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_RECON_LOAD_RING(i, v, d, x) (((v) ? ru_next : ru)[i] = (x))
 /* (The band's row base goes unused: the snapshot rows index by z, y.) */
 #define SWEEP_EQ_RECON_SNAP_BAND(p, off, base, z, y, x0, x1, mask, st, vs)                      \
-  ((void)(base), SWEEP_FN(vrz_recon_snap_band)(p, buoyancy, ru + (off), ru_next + (off), z, y, x0, \
-                                               x1, mask, st, vs))
+  ((void)(base), (void)(vs),                                                                    \
+   SWEEP_FN(vrz_recon_snap_band)(p, buoyancy, ru + (off), ru_next + (off), z, y, x0, x1, mask, st))
 
 #include "cpu_skeleton.h"
 
