@@ -27,16 +27,21 @@ NumPy's own allocations are visible to ``tracemalloc``; these are registered
 in NumPy's tracemalloc domain too, so memory accounting (and
 ``sweep.estimate_memory``'s tests) see them.
 
-Wavefield stores (:func:`empty`) and large fields (:func:`zeros`) are cached
-when released: a gradient or inversion loop asks for the same sizes every
-iteration, and a cached mapping is not faulted in again, and a store not
-zeroed again (2D 300 x 1000, 4 shots, 500 steps, order 4, 2 threads: 2.4 GB
-store, gradient best 0.520 -> 0.467 s; 3D 128^3 + CPML forward, 12 fields of
-22 MB refilled with zeros instead of mapped afresh: 6.07 -> 5.67 ms per
-step).  The cache holds released mappings only and is emptied before any
-mapping of another size is made, so it never raises the peak above one
-call's own; :func:`release_cached` (``sweep.release_cached_memory``) frees
-it and ``SWEEP_STORE_CACHE=0`` turns it off.
+Wavefield stores (:func:`empty`) and fields from 256 KiB on (:func:`zeros`)
+are cached when released: a gradient or inversion loop asks for the same
+sizes every iteration, and a cached mapping is not faulted in again, and a
+store not zeroed again (2D 300 x 1000, 4 shots, 500 steps, order 4, 2
+threads: 2.4 GB store, gradient best 0.520 -> 0.467 s; 3D 128^3 + CPML
+forward, 12 fields of 22 MB refilled with zeros instead of mapped afresh:
+6.07 -> 5.67 ms per step).  Fields below the 4 MiB of huge pages are cached
+too, on 4 KiB pages: glibc returns freed blocks of that size to the kernel,
+so each call faulted its fields in afresh (2D 440^2, 2 shots, 400 steps,
+acoustic forward 39-41 -> 27-28 ms; benchmarks/README.md).  Fields are
+registered with tracemalloc while handed out, not while cached.  The cache
+holds released mappings only and is emptied before any mapping of another
+size is made, so it never raises the peak above one call's own;
+:func:`release_cached` (``sweep.release_cached_memory``) frees it and
+``SWEEP_STORE_CACHE=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -55,6 +60,10 @@ from ._config import config
 
 # Below this size the ordinary allocator is as fast and wastes no huge page.
 _MIN_BYTES = 4 << 20
+# Fields from this size on are cached mappings (module docstring): glibc hands
+# freed blocks of this size back to the kernel, so a fresh field faults in
+# page by page on every call.
+_FIELD_MIN_BYTES = 256 << 10
 _PAGE = 4096
 _PHASE_STEP = 17 * 64
 _NUMPY_TRACEMALLOC_DOMAIN = 389047  # numpy/core/include/numpy/ndarraytypes.h
@@ -146,7 +155,7 @@ def _huge_pages_pay() -> bool:
 
 def _map(nbytes: int) -> mmap.mmap:
     """Return a fresh zeroed anonymous mapping, on huge pages where they pay (module docstring)."""
-    return _anonymous(nbytes, _huge_pages_pay())
+    return _anonymous(nbytes, _huge(nbytes) and _huge_pages_pay())
 
 
 def _track_mapping(region: mmap.mmap, out: np.ndarray) -> None:
@@ -169,19 +178,20 @@ def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.nd
     ``phase`` (bytes, a multiple of the item size) places the first element
     that far past a 4 KiB boundary; ``None`` leaves it where the allocator
     puts it.  See :func:`field_phase` for why the kernels' fields want it.
-    Large arrays reuse a released mapping of the same size when one is
-    cached (zero-filled again here), like :func:`empty`.
+    Arrays from 256 KiB on reuse a released mapping of the same size when
+    one is cached (zero-filled again here), like :func:`empty`.
     """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if not _huge(nbytes):
+    cached = nbytes >= _FIELD_MIN_BYTES and _cache_enabled() and hasattr(mmap, "MADV_HUGEPAGE")
+    if not (cached or _huge(nbytes)):
         if phase is None:
             return np.zeros(shape, dtype=dtype)
         raw = np.zeros(nbytes + _PAGE, dtype=np.uint8)
         start = (phase - raw.ctypes.data) % _PAGE
         return raw[start : start + nbytes].view(dtype).reshape(shape)
     pad = phase % _PAGE if phase is not None else 0
-    if not _cache_enabled():
+    if not cached:
         return _view(_map(nbytes + pad), shape, dtype, pad)
     # Any phase fits a mapping one page longer, so every field of a shape shares one size.
     out, reused = _cached(_fields, nbytes + _PAGE, shape, dtype, pad)
@@ -306,8 +316,14 @@ def _cached(
         region = _map(size)
     owner = (ctypes.c_byte * size).from_buffer(region)
     out = np.frombuffer(owner, dtype=dtype, count=math.prod(shape), offset=pad).reshape(shape)
-    if not reused:
-        _track_mapping(region, out)
-    done = weakref.finalize(owner, pool.give, region)
+    # Tracked while handed out, not while cached: a mapping made before
+    # tracemalloc started is counted from its next use on.
+    _track(out.ctypes.data, out.nbytes)
+    done = weakref.finalize(owner, _give_back, pool, region, out.ctypes.data)
     done.atexit = False
     return out, reused
+
+
+def _give_back(pool: _Pool, region: mmap.mmap, address: int) -> None:
+    _untrack(address)
+    pool.give(region)

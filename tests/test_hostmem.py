@@ -244,3 +244,37 @@ def test_first_touch_times_fresh_memory():
     for huge in (False, True):
         seconds = _hostmem._first_touch(huge)
         assert 0 < seconds < 10
+
+
+def test_mid_size_fields_are_cached_zeroed_and_counted_while_in_use(empty_cache):
+    """Fields from 256 KiB on (below the 4 MiB of huge pages) come back from the cache.
+
+    They are zeroed again when reused, and tracemalloc counts one while it is
+    handed out, even when its mapping was made before tracing started (the
+    memory estimate's tests measure peaks with tracemalloc).
+    """
+    import tracemalloc
+
+    shape = (2, 200, 200)  # 320 KB of float32
+    nbytes = 2 * 200 * 200 * 4
+    a = _hostmem.zeros(shape, np.float32, phase=1088)
+    address = a.ctypes.data
+    a[...] = 5
+    del a
+    assert _hostmem.cached_bytes() >= nbytes
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        b = _hostmem.zeros(shape, np.float32, phase=1088)
+        assert b.ctypes.data == address and not b.any()
+        assert tracemalloc.get_traced_memory()[0] - before >= nbytes
+        del b
+        assert tracemalloc.get_traced_memory()[0] - before < nbytes
+    finally:
+        tracemalloc.stop()
+    small = _hostmem.zeros((2, 100, 100), np.float32)  # 80 KB: the ordinary allocator
+    assert not any(
+        lo <= small.ctypes.data < lo + len(r)
+        for r in _hostmem._fields.regions
+        for lo in [_address(r)]
+    )
