@@ -14,8 +14,9 @@ Each (library, case) runs in a subprocess of its own, interleaved, once:
 Options: ``--order N`` (4), ``--3d``, ``--f64`` (float64), ``--nt N``,
 ``--ckpt N`` (sweep: chunked checkpointing with N chunks; Deepwave:
 ``checkpoint_segments=N``), ``--boundary`` (sweep: boundary saving),
-``--full`` (sweep: full storage in memory), ``--warm`` (sweep: time a
-second call, after an untimed one), ``--no-eager``, ``--eager-nt N``.  Each line
+``--full`` (sweep: full storage in memory), ``--warm`` (time a second
+call, after the same call untimed: a gradient's store is then reused, as
+in an inversion loop), ``--no-eager``, ``--eager-nt N``.  Each line
 gives the time, the model cells times steps times shots per second
 (Mcells/s) and the peak resident memory the run added (MB).  The eager
 gradient (torch autodiff keeps every step) runs with ``--eager-nt`` steps
@@ -189,15 +190,19 @@ if lib in ("c", "eager"):
         models = tuple(torch.from_numpy(x) for x in models)
         kw["source_amplitudes"] = torch.from_numpy(amp)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    if case == "p-fwd" or "--warm" in sys.argv:  # warm, as Devito's is
-        sweep.elastic(*models, dx, dt, **kw)
-    t0 = time.perf_counter()
-    if case.endswith("fwd"):
-        out = sweep.elastic(*models, dx, dt, **kw)
-        receivers = np.asarray(out.receivers)
-    else:
+
+    def run_sweep():
+        if case.endswith("fwd"):
+            out = sweep.elastic(*models, dx, dt, **kw)
+            return out, np.asarray(out.receivers)
         out, pullback = sweep.vjp(sweep.elastic, *models, dx, dt, **kw)
         pullback(out.receivers * 0 + 1)
+        return out, None
+
+    if case == "p-fwd" or "--warm" in sys.argv:  # warm, as Devito's is: the same call, untimed
+        run_sweep()
+    t0 = time.perf_counter()
+    out, receivers = run_sweep()
     elapsed = time.perf_counter() - t0
 elif lib == "devito":
     from devito import configuration
@@ -255,16 +260,22 @@ else:
     if ckpt and case == "grad":
         kw["checkpoint_segments"] = ckpt
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    def run_deepwave():
+        out = deepwave.elastic(lam, mu, buoy, dx, dt, **kw)
+        if case == "grad":
+            r = out.receivers
+            r = (
+                r[next(iter(r))]
+                if hasattr(r, "keys")
+                else (r[0] if isinstance(r, (tuple, list)) else r)
+            )
+            r.sum().backward()
+
+    if "--warm" in sys.argv:
+        run_deepwave()
     t0 = time.perf_counter()
-    out = deepwave.elastic(lam, mu, buoy, dx, dt, **kw)
-    if case == "grad":
-        r = out.receivers
-        r = (
-            r[next(iter(r))]
-            if hasattr(r, "keys")
-            else (r[0] if isinstance(r, (tuple, list)) else r)
-        )
-        r.sum().backward()
+    run_deepwave()
     elapsed = time.perf_counter() - t0
 peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
 mcells = np.prod(shape) * nt * shots / elapsed / 1e6
