@@ -303,6 +303,40 @@ def test_torch_compile_inductor_agrees():
         _close(a, b, rtol=1e-10)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning:torch.*")
+def test_differentiated_step_compiles_with_earlier_materialisation():
+    """Only the step compiled with grad (and its backward) see the lowered inductor
+    threshold; the forward passes keep inductor's default (it slowed them)."""
+    from torch._dynamo import register_backend
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._inductor import config
+
+    from sweep.propagator.torch import _GRAD_STEP_INDUCTOR
+
+    key = "realize_cpu_opcount_threshold"
+    seen = {"fw": [], "bw": []}
+
+    def recorder(which):
+        def compiler(gm, example_inputs):
+            seen[which].append(getattr(config, key))
+            return gm.forward
+
+        return compiler
+
+    name = "sweep_test_config_recorder"
+    register_backend(aot_autograd(fw_compiler=recorder("fw"), bw_compiler=recorder("bw")), name)
+    v, amp = _problem(nt=8)
+    opts = EagerOptions(use_compile=True, compile_backend=name)
+    prop = PropTorch("acoustic", impl="eager", eager_options=opts, **SETTINGS)
+    ref = _loss_and_grads(PropTorch("acoustic", impl="eager", **SETTINGS), v, amp)
+    for a, b in zip(_loss_and_grads(prop, v, amp), ref, strict=True):
+        _close(a, b, rtol=1e-12)
+    default, lowered = getattr(config, key), _GRAD_STEP_INDUCTOR[key]
+    assert default != lowered
+    assert seen["bw"] and set(seen["bw"]) == {lowered}
+    assert default in seen["fw"] and lowered in seen["fw"]  # no-grad forward, step with grad
+
+
 def test_store_last_wavefield():
     v, amp = _problem()
     prop = PropTorch(
