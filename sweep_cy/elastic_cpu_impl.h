@@ -114,8 +114,20 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
   static __attribute__((noinline)) void SWEEP_FN(el_##kind##_plain##nh)(EL_ROW_PARAMS) { \
     SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, 0, nh);                                     \
   }
+/* The forward kinds' C-PML rows also with the reach a literal (EL_FWD_NH):
+ * nh == 0's STAG_MAX_H taps are the reach at order 8 only; at order 4 half
+ * of them are zero-weight taps (3D o4 forward: kernel -20 %). */
+#define EL_FWD_NH_(kind, nh)                                                                 \
+  static inline __attribute__((always_inline)) void SWEEP_FN(el_##kind##_n##nh)(EL_ROW_PARAMS, \
+                                                                                const int mask) { \
+    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, nh);                                       \
+  }                                                                                          \
+  SWEEP_DEFINE_BY_MASK(el_##kind##_row_n##nh, el_##kind##_n##nh, (EL_ROW_PARAMS), (EL_ROW_ARGS))
 EL_KIND(fwd_v)
 EL_KIND(fwd_s)
+EL_FWD_NH_(fwd_v, 2)
+EL_FWD_NH_(fwd_s, 2)
+#undef EL_FWD_NH_
 EL_KIND(adj_a)
 EL_KIND(adj_b)
 /* Boundary saving's reconstruction runs the plain cells only. */
@@ -143,6 +155,17 @@ EL_PLAIN_(rev_s, 1) EL_PLAIN_(rev_s, 2) EL_PLAIN_(rev_s, 3) EL_PLAIN_(rev_s, 4)
     } else {                                        \
       SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)  \
     }                                               \
+  } while (0)
+/* The same for a forward kind: its C-PML rows of a literal reach. */
+#define EL_CALL_FWD_(kind, m, args)                         \
+  do {                                                      \
+    if ((m) == 0) {                                         \
+      EL_CALL_PLAIN_(kind, args);                           \
+    } else if (e->nh == 2) {                                \
+      SWEEP_CALL_BY_MASK(el_##kind##_row_n2, m, args)       \
+    } else {                                                \
+      SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)          \
+    }                                                       \
   } while (0)
 
 /* Prefetches the x memory variables that a row's kind reads on cells
@@ -172,9 +195,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
 #define EL_ROW(x0, x1, m)                                                                   \
   if ((x0) < (x1) && (kind < 4 || (kind < 6) == ((m) != 0))) {                              \
     if (kind == 0 || kind == 4)                                                             \
-      EL_CALL_(fwd_v, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+      EL_CALL_FWD_(fwd_v, m, (e, wr, sx, vs, base, z, y, x0, x1));                          \
     else if (kind == 1 || kind == 5)                                                        \
-      EL_CALL_(fwd_s, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+      EL_CALL_FWD_(fwd_s, m, (e, wr, sx, vs, base, z, y, x0, x1));                          \
     else if (kind == 2)                                                                     \
       EL_CALL_(adj_a, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
     else if (kind == 3)                                                                     \
