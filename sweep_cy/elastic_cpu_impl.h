@@ -127,6 +127,8 @@ EL_KIND(fwd_v)
 EL_KIND(fwd_s)
 EL_FWD_NH_(fwd_v, 2)
 EL_FWD_NH_(fwd_s, 2)
+EL_FWD_NH_(fwd_v, 4)
+EL_FWD_NH_(fwd_s, 4)
 #undef EL_FWD_NH_
 EL_KIND(adj_a)
 EL_KIND(adj_b)
@@ -163,6 +165,8 @@ EL_PLAIN_(rev_s, 1) EL_PLAIN_(rev_s, 2) EL_PLAIN_(rev_s, 3) EL_PLAIN_(rev_s, 4)
       EL_CALL_PLAIN_(kind, args);                           \
     } else if (e->nh == 2) {                                \
       SWEEP_CALL_BY_MASK(el_##kind##_row_n2, m, args)       \
+    } else if (e->nh == 4) {                                \
+      SWEEP_CALL_BY_MASK(el_##kind##_row_n4, m, args)       \
     } else {                                                \
       SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)          \
     }                                                       \
