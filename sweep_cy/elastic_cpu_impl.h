@@ -355,6 +355,33 @@ static void SWEEP_FN(el_adj_points)(const sweep_acoustic_params *p, const sweep_
   }
 }
 
+/* The forward's points of line l (3D: plane z = l) of phase `phase` of step
+ * t, for a fused step (cpu_phased.h): right after the line's rows, the
+ * sources of the line's cells and, in phase V, the receivers on them (as
+ * el_fwd_points does for every line, in the same order per cell).  The
+ * free-surface images wait for the whole step (el_fuse_after). */
+static void SWEEP_FN(el_line_points)(const sweep_acoustic_params *p,
+                                     const sweep_elastic_fields *f,
+                                     const SWEEP_FN(el_ctx_t) * e, int phase, sweep_int shot,
+                                     sweep_int off, sweep_int t, sweep_int l) {
+  const sweep_int ss = p->shot_stride, s0 = p->stride[0];
+  if (f->src_amp) {
+    const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+    for (sweep_int k = 0; k < p->n_src; ++k) {
+      const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
+      if (cell / s0 == l)
+        SWEEP_FN(el_source)(e, phase, F, off, cell, amp[(shot * p->n_src + k) * p->nt + t]);
+    }
+  }
+  if (phase == 0 && f->rec) {
+    SWEEP_R *rec = (SWEEP_R *)f->rec;
+    for (sweep_int r = 0; r < p->n_rec; ++r) {
+      const sweep_int j = f->rec_idx[shot * p->n_rec + r], F = j / ss, cell = j - F * ss;
+      if (cell / s0 == l) rec[(shot * p->n_rec + r) * p->nt + t] = e->f[F][off + cell];
+    }
+  }
+}
+
 /* ---- Boundary saving (cpu_phased.h's replay and reconstruction) ---- */
 
 /* The CPML replay's points of phase `phase` of step t: the sources, then the
@@ -392,4 +419,16 @@ static void SWEEP_FN(el_rev_points)(const sweep_acoustic_params *p, const sweep_
 #define SWEEP_STAG_SNAP_SPLIT EL_ND
 #define SWEEP_STAG_GRAD_SLOT 0
 #define SWEEP_STAG_BOUNDARY 1
+/* 3D forward: one sweep per step (cpu_phased.h, planes in z), the points per
+ * plane (el_line_points) and the images after the step; a lag of h planes
+ * (phase V reads stresses h planes each way: normal ones forward, shear ones
+ * backward; phase S the velocities alike).  The adjoint runs its phases
+ * apart.  Bitwise equal to the phases apart (benchmarks/README.md). */
+#if SWEEP_NDIM == 3
+#define SWEEP_EQ_FUSE(p, f) ((void)(p), (void)(f), 1)
+#define SWEEP_EQ_FUSE_LAG h
+#define SWEEP_EQ_FUSE_POINTS(p, f, k, shot, off, t, l) \
+  SWEEP_FN(el_line_points)(p, f, &stag_base, k, shot, off, t, l)
+#define SWEEP_EQ_FUSE_AFTER(p, f, shot, off, t) SWEEP_FN(el_images)(p, stag_base.f, off, 0)
+#endif
 #include "cpu_staggered_hooks.h"
