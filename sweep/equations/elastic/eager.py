@@ -192,13 +192,9 @@ class EagerElastic(EagerStaggered):
                 else:
                     c[(i, j)] = dt * base
         mus = {}
+        mu_next = {d: self._shift(mu, d) for d in range(nd)}  # each used by two pairs (3D)
         for (i, a), (j, bb) in _pairs(self.axes):
-            corners = [
-                mu,
-                self._shift(mu, i),
-                self._shift(mu, j),
-                self._shift(self._shift(mu, i), j),
-            ]
+            corners = [mu, mu_next[i], mu_next[j], self._shift(mu_next[i], j)]
             pos = [xp.astype(x > 0, x.dtype) for x in corners]
             inv = sum(1 / (x * p + (1 - p)) for x, p in zip(corners, pos, strict=True))
             mus[kinds.stress(a, bb)] = dt * math.prod(pos) * 4 / inv
