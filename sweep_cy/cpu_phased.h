@@ -25,7 +25,12 @@
  * the same arithmetic as unfused (bitwise equal results).  The contract of
  * SWEEP_EQ_FUSE: forward phase 0's points commute with phase 0's rows (they
  * run before them), the adjoint's points of phase 1 with the adjoint rows
- * of phase 0 (they run after them), and no ghost rows.
+ * of phase 0 (they run after them), and no ghost rows.  Or, where the
+ * plug-in defines SWEEP_EQ_FUSE_POINTS (elastic), the forward's points run
+ * per line right after the line's rows of their phase and
+ * SWEEP_EQ_FUSE_AFTER once the step's sweep is done, and the adjoint runs
+ * its phases apart.  SWEEP_EQ_FUSE_LAG (default h - 1) is the wavefront's
+ * lag in lines.
  *
  * Boundary saving, where the plug-in defines SWEEP_EQ_BS_FIELDS (the state
  * is that many fields, phase 0 updating [0, SWEEP_EQ_BS_SPLIT), phase 1 the
@@ -49,7 +54,9 @@
  *       st + v * SWEEP_SNAP_STRIDE(p)) or NULL (no gradient this step).
  *   SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t), SWEEP_EQ_ADJ_GHOSTS(p, k, t)
  *       after the adjoint rows of phase k.
- *   SWEEP_EQ_FUSE(p, f)  (optional) whether the call may fuse its phases.
+ *   SWEEP_EQ_FUSE(p, f)  (optional) whether the call may fuse its phases;
+ *   SWEEP_EQ_FUSE_LAG, SWEEP_EQ_FUSE_POINTS(p, f, k, shot, off, t, l),
+ *   SWEEP_EQ_FUSE_AFTER(p, f, shot, off, t)  (optional) see above.
  * Boundary saving's (with SWEEP_EQ_BS_FIELDS, SWEEP_EQ_BS_SPLIT):
  *   SWEEP_EQ_BS_PTRS  the fields of shot 0 (SWEEP_R *[]), in a call's scope.
  *   SWEEP_EQ_REPLAY_ROW(p, wr, z, y, k)  phase k of row (z, y) on its cells
