@@ -25,7 +25,12 @@
  * the same arithmetic as unfused (bitwise equal results).  The contract of
  * SWEEP_EQ_FUSE: forward phase 0's points commute with phase 0's rows (they
  * run before them), the adjoint's points of phase 1 with the adjoint rows
- * of phase 0 (they run after them), and no ghost rows.
+ * of phase 0 (they run after them), and no ghost rows.  Or, where the
+ * plug-in defines SWEEP_EQ_FUSE_POINTS (elastic), the forward's points run
+ * per line right after the line's rows of their phase and
+ * SWEEP_EQ_FUSE_AFTER once the step's sweep is done, and the adjoint runs
+ * its phases apart.  SWEEP_EQ_FUSE_LAG (default h - 1) is the wavefront's
+ * lag in lines.
  *
  * Boundary saving, where the plug-in defines SWEEP_EQ_BS_FIELDS (the state
  * is that many fields, phase 0 updating [0, SWEEP_EQ_BS_SPLIT), phase 1 the
@@ -49,7 +54,9 @@
  *       st + v * SWEEP_SNAP_STRIDE(p)) or NULL (no gradient this step).
  *   SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t), SWEEP_EQ_ADJ_GHOSTS(p, k, t)
  *       after the adjoint rows of phase k.
- *   SWEEP_EQ_FUSE(p, f)  (optional) whether the call may fuse its phases.
+ *   SWEEP_EQ_FUSE(p, f)  (optional) whether the call may fuse its phases;
+ *   SWEEP_EQ_FUSE_LAG, SWEEP_EQ_FUSE_POINTS(p, f, k, shot, off, t, l),
+ *   SWEEP_EQ_FUSE_AFTER(p, f, shot, off, t)  (optional) see above.
  * Boundary saving's (with SWEEP_EQ_BS_FIELDS, SWEEP_EQ_BS_SPLIT):
  *   SWEEP_EQ_BS_PTRS  the fields of shot 0 (SWEEP_R *[]), in a call's scope.
  *   SWEEP_EQ_REPLAY_ROW(p, wr, z, y, k)  phase k of row (z, y) on its cells
@@ -95,6 +102,13 @@ static void SWEEP_FN(bs_reverse)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
 #ifdef SWEEP_EQ_FUSE
 /* The fused steps' lines: rows in y (2D) or planes in z (3D). */
 #define SWEEP_FUSE_AXIS (SWEEP_NDIM == 3 ? 0 : 1)
+/* Lines between the first phase's line and the second's in a wavefront:
+ * h - 1 where the first phase at line i reads the second's lines i - h + 1
+ * .. i + h (Maxwell); an equation whose phases both reach h lines each way
+ * (elastic: normal and shear stresses staggered oppositely) defines it as h. */
+#ifndef SWEEP_EQ_FUSE_LAG
+#define SWEEP_EQ_FUSE_LAG (h - 1)
+#endif
 /* ROW(z, y, k) on every row of line l. */
 #define SWEEP_FUSE_LINE_(ROW, l, k)                                                        \
   do {                                                                                     \
@@ -110,33 +124,50 @@ static void SWEEP_FN(bs_reverse)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
   const sweep_int shot = (item) / (n_strips), s_ = (item) % (n_strips);                    \
   const sweep_int lo_ = h, n_ = p->shape[SWEEP_FUSE_AXIS] - 2 * h;                         \
   const sweep_int a = lo_ + n_ * s_ / (n_strips), b = lo_ + n_ * (s_ + 1) / (n_strips);    \
-  const sweep_int ea = s_ ? a + h : a, eb = s_ + 1 < (n_strips) ? b - h + 1 : b;           \
+  const sweep_int lag_ = SWEEP_EQ_FUSE_LAG;                                                \
+  const sweep_int ea = s_ ? a + h : a, eb = s_ + 1 < (n_strips) ? b - lag_ : b;            \
   const sweep_int off = shot * ss
-/* The wavefront of a strip: phase k0's line l, then phase k1's l - (h - 1). */
-#define SWEEP_FUSE_STRIP_(ROW, k0, k1)                                                     \
-  for (sweep_int l = a; l < b + h - 1; ++l) {                                              \
-    if (l < b) SWEEP_FUSE_LINE_(ROW, l, k0);                                               \
-    if (l - (h - 1) >= ea && l - (h - 1) < eb) SWEEP_FUSE_LINE_(ROW, l - (h - 1), k1);     \
+/* The wavefront of a strip: phase k0's line l, then phase k1's l - lag_; each
+ * line's points PTS(l, k) (if any) right after it. */
+#define SWEEP_FUSE_STRIP_(ROW, k0, k1, PTS)                                                \
+  for (sweep_int l = a; l < b + lag_; ++l) {                                               \
+    if (l < b) {                                                                           \
+      SWEEP_FUSE_LINE_(ROW, l, k0);                                                        \
+      PTS(l, k0);                                                                          \
+    }                                                                                      \
+    if (l - lag_ >= ea && l - lag_ < eb) {                                                 \
+      SWEEP_FUSE_LINE_(ROW, l - lag_, k1);                                                 \
+      PTS(l - lag_, k1);                                                                   \
+    }                                                                                      \
   }
 /* Phase k1's lines of the strip left out of its wavefront. */
-#define SWEEP_FUSE_BORDERS_(ROW, k1)                                                       \
+#define SWEEP_FUSE_BORDERS_(ROW, k1, PTS)                                                  \
   for (sweep_int l = a; l < b; ++l)                                                        \
-    if (l < ea || l >= eb) SWEEP_FUSE_LINE_(ROW, l, k1)
+    if (l < ea || l >= eb) {                                                               \
+      SWEEP_FUSE_LINE_(ROW, l, k1);                                                        \
+      PTS(l, k1);                                                                          \
+    }
+#define SWEEP_FUSE_NO_POINTS_(l, k) ((void)0)
 /* A fused step's sweep (the context SHOT_STATE(f, off) declares in scope):
  * every strip's wavefront, then, after the barrier, the lines it left out. */
-#define SWEEP_FUSE_SWEEP_(SHOT_STATE, ROW, k0, k1)                                         \
+#define SWEEP_FUSE_SWEEP_(SHOT_STATE, ROW, k0, k1, PTS)                                    \
   _Pragma("omp for schedule(static)")                                                      \
   for (sweep_int item = 0; item < n_strip_items; ++item) {                                 \
     SWEEP_FUSE_ITEM_(item, n_strips);                                                      \
     SHOT_STATE(f, off);                                                                    \
-    SWEEP_FUSE_STRIP_(ROW, k0, k1)                                                         \
+    SWEEP_FUSE_STRIP_(ROW, k0, k1, PTS)                                                    \
   }                                                                                        \
   _Pragma("omp for schedule(static)")                                                      \
   for (sweep_int item = 0; item < n_strip_items; ++item) {                                 \
     SWEEP_FUSE_ITEM_(item, n_strips);                                                      \
     SHOT_STATE(f, off);                                                                    \
-    SWEEP_FUSE_BORDERS_(ROW, k1);                                                          \
+    SWEEP_FUSE_BORDERS_(ROW, k1, PTS);                                                     \
   }
+#ifdef SWEEP_EQ_FUSE_POINTS
+/* The forward's points of line l of phase k (the plug-in's per-line points:
+ * sources and receivers of the line's cells, after its row updates). */
+#define SWEEP_FUSE_FWD_POINTS_(l, k) SWEEP_EQ_FUSE_POINTS(p, f, k, shot, off, t, l)
+#endif
 #endif
 
 void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t0,
@@ -182,13 +213,20 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
                     : NULL;
 #ifdef SWEEP_EQ_FUSE
       if (fuse) {
+#ifdef SWEEP_EQ_FUSE_POINTS
+        SWEEP_FUSE_SWEEP_(SWEEP_EQ_FWD_SHOT, SWEEP_PH_FWD_ROW_, 0, 1, SWEEP_FUSE_FWD_POINTS_)
+#pragma omp for schedule(static)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+          SWEEP_EQ_FUSE_AFTER(p, f, shot, shot * ss, t);
+#else
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
           SWEEP_EQ_FWD_POINTS(p, f, 0, shot, shot * ss, t);
-        SWEEP_FUSE_SWEEP_(SWEEP_EQ_FWD_SHOT, SWEEP_PH_FWD_ROW_, 0, 1)
+        SWEEP_FUSE_SWEEP_(SWEEP_EQ_FWD_SHOT, SWEEP_PH_FWD_ROW_, 0, 1, SWEEP_FUSE_NO_POINTS_)
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
           SWEEP_EQ_FWD_POINTS(p, f, 1, shot, shot * ss, t);
+#endif
       }
 #endif
       if (!fuse)
@@ -245,10 +283,10 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   SWEEP_EQ_MODEL(f);
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
-#ifdef SWEEP_EQ_FUSE
+#if defined(SWEEP_EQ_FUSE) && !defined(SWEEP_EQ_FUSE_POINTS)
   const int fuse = SWEEP_EQ_FUSE(p, f);
 #else
-  const int fuse = 0;
+  const int fuse = 0; /* per-line points: the forward only */
 #endif
   const sweep_int n_strips = n_threads, n_strip_items = p->n_shots * n_strips;
   (void)n_strip_items;
@@ -264,7 +302,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
               : NULL;
 #ifdef SWEEP_EQ_FUSE
       if (fuse) {
-        SWEEP_FUSE_SWEEP_(SWEEP_EQ_ADJ_SHOT, SWEEP_PH_ADJ_ROW_, 1, 0)
+        SWEEP_FUSE_SWEEP_(SWEEP_EQ_ADJ_SHOT, SWEEP_PH_ADJ_ROW_, 1, 0, SWEEP_FUSE_NO_POINTS_)
 #pragma omp for schedule(static)
         for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
           SWEEP_EQ_ADJ_POINTS(p, f, 1, shot, shot * ss, t);

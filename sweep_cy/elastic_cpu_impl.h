@@ -38,6 +38,15 @@ typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
       sweep_int z, sweep_int y, sweep_int x0, sweep_int x1
 #define EL_ROW_ARGS e, wrow, st, vs, base, z, y, x0, x1
 
+/* 3D rows run vectors of 8 cells (a cache line of doubles, half of floats):
+ * a 3D row's plain middle is seldom a multiple of 16 cells (88 at 100^3 +
+ * CPML 10), and its remainder ran scalar, 23 % of the plain rows' samples
+ * at order 8 (GCC 12 has no masked epilogues for AVX-512). */
+#if SWEEP_NDIM == 3
+#define EL_SIMD _Pragma("omp simd simdlen(8)")
+#else
+#define EL_SIMD _Pragma("omp simd")
+#endif
 /* The forward cells of one phase (point: el_fwd_v or el_fwd_s), each cell's
  * snapshot values to wrow + x, pitch apart, when wrow is not NULL. */
 #define EL_FWD_CELLS_(name, point)                                                          \
@@ -47,11 +56,11 @@ typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
     (void)st, (void)vs;                                                                    \
     const sweep_int pitch = e->n[2];                                                       \
     if (wrow) {                                                                            \
-      _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
+      EL_SIMD for (sweep_int x = x0; x < x1; ++x) {                                        \
         SWEEP_FN(point)(e, base + x, z, y, x, mask, nh, wrow + x, pitch);                  \
       }                                                                                    \
     } else {                                                                               \
-      _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) {                            \
+      EL_SIMD for (sweep_int x = x0; x < x1; ++x) {                                        \
         SWEEP_FN(point)(e, base + x, z, y, x, mask, nh, NULL, pitch);                      \
       }                                                                                    \
     }                                                                                      \
@@ -114,8 +123,22 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
   static __attribute__((noinline)) void SWEEP_FN(el_##kind##_plain##nh)(EL_ROW_PARAMS) { \
     SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, 0, nh);                                     \
   }
+/* The forward kinds' C-PML rows also with the reach a literal (EL_FWD_NH):
+ * nh == 0's STAG_MAX_H taps are the reach at order 8 only; at order 4 half
+ * of them are zero-weight taps (3D o4 forward: kernel -20 %). */
+#define EL_FWD_NH_(kind, nh)                                                                 \
+  static inline __attribute__((always_inline)) void SWEEP_FN(el_##kind##_n##nh)(EL_ROW_PARAMS, \
+                                                                                const int mask) { \
+    SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, nh);                                       \
+  }                                                                                          \
+  SWEEP_DEFINE_BY_MASK(el_##kind##_row_n##nh, el_##kind##_n##nh, (EL_ROW_PARAMS), (EL_ROW_ARGS))
 EL_KIND(fwd_v)
 EL_KIND(fwd_s)
+EL_FWD_NH_(fwd_v, 2)
+EL_FWD_NH_(fwd_s, 2)
+EL_FWD_NH_(fwd_v, 4)
+EL_FWD_NH_(fwd_s, 4)
+#undef EL_FWD_NH_
 EL_KIND(adj_a)
 EL_KIND(adj_b)
 /* Boundary saving's reconstruction runs the plain cells only. */
@@ -143,6 +166,19 @@ EL_PLAIN_(rev_s, 1) EL_PLAIN_(rev_s, 2) EL_PLAIN_(rev_s, 3) EL_PLAIN_(rev_s, 4)
     } else {                                        \
       SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)  \
     }                                               \
+  } while (0)
+/* The same for a forward kind: its C-PML rows of a literal reach. */
+#define EL_CALL_FWD_(kind, m, args)                         \
+  do {                                                      \
+    if ((m) == 0) {                                         \
+      EL_CALL_PLAIN_(kind, args);                           \
+    } else if (e->nh == 2) {                                \
+      SWEEP_CALL_BY_MASK(el_##kind##_row_n2, m, args)       \
+    } else if (e->nh == 4) {                                \
+      SWEEP_CALL_BY_MASK(el_##kind##_row_n4, m, args)       \
+    } else {                                                \
+      SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)          \
+    }                                                       \
   } while (0)
 
 /* Prefetches the x memory variables that a row's kind reads on cells
@@ -172,9 +208,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
 #define EL_ROW(x0, x1, m)                                                                   \
   if ((x0) < (x1) && (kind < 4 || (kind < 6) == ((m) != 0))) {                              \
     if (kind == 0 || kind == 4)                                                             \
-      EL_CALL_(fwd_v, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+      EL_CALL_FWD_(fwd_v, m, (e, wr, sx, vs, base, z, y, x0, x1));                          \
     else if (kind == 1 || kind == 5)                                                        \
-      EL_CALL_(fwd_s, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+      EL_CALL_FWD_(fwd_s, m, (e, wr, sx, vs, base, z, y, x0, x1));                          \
     else if (kind == 2)                                                                     \
       EL_CALL_(adj_a, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
     else if (kind == 3)                                                                     \
@@ -328,6 +364,33 @@ static void SWEEP_FN(el_adj_points)(const sweep_acoustic_params *p, const sweep_
   }
 }
 
+/* The forward's points of line l (3D: plane z = l) of phase `phase` of step
+ * t, for a fused step (cpu_phased.h): right after the line's rows, the
+ * sources of the line's cells and, in phase V, the receivers on them (as
+ * el_fwd_points does for every line, in the same order per cell).  The
+ * free-surface images wait for the whole step (el_fuse_after). */
+static void SWEEP_FN(el_line_points)(const sweep_acoustic_params *p,
+                                     const sweep_elastic_fields *f,
+                                     const SWEEP_FN(el_ctx_t) * e, int phase, sweep_int shot,
+                                     sweep_int off, sweep_int t, sweep_int l) {
+  const sweep_int ss = p->shot_stride, s0 = p->stride[0];
+  if (f->src_amp) {
+    const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+    for (sweep_int k = 0; k < p->n_src; ++k) {
+      const sweep_int j = f->src_idx[shot * p->n_src + k], F = j / ss, cell = j - F * ss;
+      if (cell / s0 == l)
+        SWEEP_FN(el_source)(e, phase, F, off, cell, amp[(shot * p->n_src + k) * p->nt + t]);
+    }
+  }
+  if (phase == 0 && f->rec) {
+    SWEEP_R *rec = (SWEEP_R *)f->rec;
+    for (sweep_int r = 0; r < p->n_rec; ++r) {
+      const sweep_int j = f->rec_idx[shot * p->n_rec + r], F = j / ss, cell = j - F * ss;
+      if (cell / s0 == l) rec[(shot * p->n_rec + r) * p->nt + t] = e->f[F][off + cell];
+    }
+  }
+}
+
 /* ---- Boundary saving (cpu_phased.h's replay and reconstruction) ---- */
 
 /* The CPML replay's points of phase `phase` of step t: the sources, then the
@@ -365,4 +428,16 @@ static void SWEEP_FN(el_rev_points)(const sweep_acoustic_params *p, const sweep_
 #define SWEEP_STAG_SNAP_SPLIT EL_ND
 #define SWEEP_STAG_GRAD_SLOT 0
 #define SWEEP_STAG_BOUNDARY 1
+/* 3D forward: one sweep per step (cpu_phased.h, planes in z), the points per
+ * plane (el_line_points) and the images after the step; a lag of h planes
+ * (phase V reads stresses h planes each way: normal ones forward, shear ones
+ * backward; phase S the velocities alike).  The adjoint runs its phases
+ * apart.  Bitwise equal to the phases apart (benchmarks/README.md). */
+#if SWEEP_NDIM == 3
+#define SWEEP_EQ_FUSE(p, f) ((void)(p), (void)(f), 1)
+#define SWEEP_EQ_FUSE_LAG h
+#define SWEEP_EQ_FUSE_POINTS(p, f, k, shot, off, t, l) \
+  SWEEP_FN(el_line_points)(p, f, &stag_base, k, shot, off, t, l)
+#define SWEEP_EQ_FUSE_AFTER(p, f, shot, off, t) SWEEP_FN(el_images)(p, stag_base.f, off, 0)
+#endif
 #include "cpu_staggered_hooks.h"

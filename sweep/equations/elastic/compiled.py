@@ -453,8 +453,13 @@ class CompiledElastic(CompiledStepper):
         The coefficients (:func:`coefficient_arrays`) are computed on the host.
         """
         arrays = coefficient_arrays(self.eager, np, vp, vs, rho)
-        return [self.copy_field(self.kernel_input(np.asarray(x), name="coefficients"), 40 + k)
-                for k, x in enumerate(arrays)]  # fmt: skip
+        copies: dict[int, Any] = {}  # an array repeated (equal moduli) is copied once
+        for k, x in enumerate(arrays):
+            if id(x) not in copies:
+                copies[id(x)] = self.copy_field(
+                    self.kernel_input(np.asarray(x), name="coefficients"), 40 + k
+                )
+        return [copies[id(x)] for x in arrays]
 
     def state_dict(
         self, state: ElasticState, like: Any, memory: bool = True, copy: bool = True
@@ -595,14 +600,35 @@ def coefficient_arrays(eager: EagerElastic, xp: Any, vp: Any, vs: Any, rho: Any)
         return eager.field_live[name][0]
 
     out = [c["b"][kinds.velocity(a)] * live(kinds.velocity(a)) for a in axes]
+    # Equal moduli times equal live masks are one array (the same values): the
+    # kernels read 2 arrays of C_ij without a free surface, not 9.
+    normal = _equal_live(eager, names[nd : 2 * nd])
+    products: dict[tuple[int, str], Any] = {}
     for i in range(nd):
         for j in range(nd):
-            out.append(c["C"][(i, j)] * live(names[nd + i]))
+            key = (id(c["C"][(i, j)]), normal[i])
+            if key not in products:
+                products[key] = c["C"][(i, j)] * live(names[nd + i])
+            out.append(products[key])
     for i in range(nd):
         for j in range(i + 1, nd):
             s = kinds.stress(axes[i], axes[j])
             out.append(c["mu"][s] * live(s))
     return out
+
+
+def _equal_live(eager: EagerElastic, names: list[str]) -> list[str]:
+    """Per field of ``names``, the first of ``names`` whose live mask is equal to its own."""
+    cache = eager.__dict__.setdefault("_equal_live", {})
+    key = tuple(names)
+    if key not in cache:
+        xp = eager.xp
+        out: list[str] = []
+        for name in names:
+            same = (n for n in out if bool(xp.all(eager.field_live[n] == eager.field_live[name])))
+            out.append(next(same, name))
+        cache[key] = out
+    return cache[key]
 
 
 def coefficient_arrays_transpose(
