@@ -162,13 +162,16 @@ static inline __attribute__((always_inline)) SWEEP_FN(taps)
   return t;
 }
 
-#if SWEEP_NDIM == 3
+#if SWEEP_NDIM == 3 || (defined(SWEEP_VEC_M1) && SWEEP_VEC_M1)
 #define SWEEP_TAPS_OPAQUE(t)                                                          \
   __asm__("" : "+r"((t).p1[0]), "+r"((t).p3[0]), "+r"((t).m1[0]), "+r"((t).m3[0]),  \
           "+r"((t).p1[1]), "+r"((t).p3[1]), "+r"((t).m1[1]), "+r"((t).m3[1]))
 #else
 /* 2D (one outer axis, 8 taps, fewer pointers) measured 2 % slower with it
- * (forward order 4, 0.116 -> 0.119 s): there the compiler keeps its own. */
+ * (forward order 4, 0.116 -> 0.119 s): there the compiler keeps its own.
+ * Rows with a second model (SWEEP_VEC_M1, VRZ: 16 outer taps, of u and B)
+ * take it in 2D too: the compiler's per-tap pointers spilled, and the 2D
+ * forward (order 8) ran 1.11-1.15 s against 1.17-1.18 s. */
 #define SWEEP_TAPS_OPAQUE(t) ((void)(t))
 #endif
 
