@@ -75,7 +75,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_cells)(EL_RO
                                                                            const int mask,
                                                                            const int nh) {
   (void)wrow, (void)st, (void)vs;
-#pragma omp simd
+  EL_SIMD
   for (sweep_int x = x0; x < x1; ++x) {
     SWEEP_FN(el_adj_a)(e, base + x, z, y, x, mask, nh);
   }
@@ -87,12 +87,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
                                                                            const int nh) {
   (void)wrow;
   if (st) {
-#pragma omp simd
+    EL_SIMD
     for (sweep_int x = x0; x < x1; ++x) {
       SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, st + x, vs);
     }
   } else {
-#pragma omp simd
+    EL_SIMD
     for (sweep_int x = x0; x < x1; ++x) {
       SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, NULL, vs);
     }
@@ -123,10 +123,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
   static __attribute__((noinline)) void SWEEP_FN(el_##kind##_plain##nh)(EL_ROW_PARAMS) { \
     SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, 0, nh);                                     \
   }
-/* The forward kinds' C-PML rows also with the reach a literal (EL_FWD_NH):
+/* The C-PML rows also with the reach a literal (EL_NH_, orders 4 and 8):
  * nh == 0's STAG_MAX_H taps are the reach at order 8 only; at order 4 half
  * of them are zero-weight taps (3D o4 forward: kernel -20 %). */
-#define EL_FWD_NH_(kind, nh)                                                                 \
+#define EL_NH_(kind, nh)                                                                     \
   static inline __attribute__((always_inline)) void SWEEP_FN(el_##kind##_n##nh)(EL_ROW_PARAMS, \
                                                                                 const int mask) { \
     SWEEP_FN(el_##kind##_cells)(EL_ROW_ARGS, mask, nh);                                       \
@@ -134,13 +134,11 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
   SWEEP_DEFINE_BY_MASK(el_##kind##_row_n##nh, el_##kind##_n##nh, (EL_ROW_PARAMS), (EL_ROW_ARGS))
 EL_KIND(fwd_v)
 EL_KIND(fwd_s)
-EL_FWD_NH_(fwd_v, 2)
-EL_FWD_NH_(fwd_s, 2)
-EL_FWD_NH_(fwd_v, 4)
-EL_FWD_NH_(fwd_s, 4)
-#undef EL_FWD_NH_
 EL_KIND(adj_a)
 EL_KIND(adj_b)
+EL_NH_(fwd_v, 2) EL_NH_(fwd_s, 2) EL_NH_(adj_a, 2) EL_NH_(adj_b, 2)
+EL_NH_(fwd_v, 4) EL_NH_(fwd_s, 4) EL_NH_(adj_a, 4) EL_NH_(adj_b, 4)
+#undef EL_NH_
 /* Boundary saving's reconstruction runs the plain cells only. */
 EL_PLAIN_(rev_v, 1) EL_PLAIN_(rev_v, 2) EL_PLAIN_(rev_v, 3) EL_PLAIN_(rev_v, 4)
 EL_PLAIN_(rev_s, 1) EL_PLAIN_(rev_s, 2) EL_PLAIN_(rev_s, 3) EL_PLAIN_(rev_s, 4)
@@ -158,17 +156,9 @@ EL_PLAIN_(rev_s, 1) EL_PLAIN_(rev_s, 2) EL_PLAIN_(rev_s, 3) EL_PLAIN_(rev_s, 4)
     }                                                        \
   } while (0)
 
-/* Cells [x0, x1) of kind's row with mask m (a literal). */
-#define EL_CALL_(kind, m, args)                     \
-  do {                                              \
-    if ((m) == 0) {                                 \
-      EL_CALL_PLAIN_(kind, args);                   \
-    } else {                                        \
-      SWEEP_CALL_BY_MASK(el_##kind##_row, m, args)  \
-    }                                               \
-  } while (0)
-/* The same for a forward kind: its C-PML rows of a literal reach. */
-#define EL_CALL_FWD_(kind, m, args)                         \
+/* Cells [x0, x1) of kind's row with mask m (a literal), the C-PML rows of a
+ * literal reach at orders 4 and 8. */
+#define EL_CALL_NH_(kind, m, args)                          \
   do {                                                      \
     if ((m) == 0) {                                         \
       EL_CALL_PLAIN_(kind, args);                           \
@@ -208,13 +198,13 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
 #define EL_ROW(x0, x1, m)                                                                   \
   if ((x0) < (x1) && (kind < 4 || (kind < 6) == ((m) != 0))) {                              \
     if (kind == 0 || kind == 4)                                                             \
-      EL_CALL_FWD_(fwd_v, m, (e, wr, sx, vs, base, z, y, x0, x1));                          \
+      EL_CALL_NH_(fwd_v, m, (e, wr, sx, vs, base, z, y, x0, x1));                          \
     else if (kind == 1 || kind == 5)                                                        \
-      EL_CALL_FWD_(fwd_s, m, (e, wr, sx, vs, base, z, y, x0, x1));                          \
+      EL_CALL_NH_(fwd_s, m, (e, wr, sx, vs, base, z, y, x0, x1));                          \
     else if (kind == 2)                                                                     \
-      EL_CALL_(adj_a, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+      EL_CALL_NH_(adj_a, m, (e, wr, sx, vs, base, z, y, x0, x1));                           \
     else if (kind == 3)                                                                     \
-      EL_CALL_(adj_b, m, (e, wr, sx, vs, base, z, y, x0, x1));                              \
+      EL_CALL_NH_(adj_b, m, (e, wr, sx, vs, base, z, y, x0, x1));                           \
     else if (kind == 6)                                                                     \
       EL_CALL_PLAIN_(rev_v, (e, wr, sx, vs, base, z, y, x0, x1));                           \
     else                                                                                    \
