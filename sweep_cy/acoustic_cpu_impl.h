@@ -145,6 +145,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(shift_shots)(
 #define SWEEP_EQ_BACKWARD SWEEP_FN(sweep_acoustic_backward)
 /* One leapfrog stage per step: u^{n+1}, psi^{n+1} go over u^{n-1}, psi^{n-1}. */
 #define SWEEP_EQ_BLOCKING 1
+/* ... and so may the storing forward (W of each row straight into the store). */
+#define SWEEP_EQ_BLOCK_STORE 1
 #define SWEEP_EQ_MODEL(f) const SWEEP_R *v2dt2 = (const SWEEP_R *)(f)->v2dt2
 #define SWEEP_EQ_SHIFT_SHOTS(f, fo, g) SWEEP_FN(shift_shots)(f, fo, g)
 

@@ -6,8 +6,10 @@
  * follow from that.  An equation of two half steps per time step (velocity
  * then stress, H then E) needs phases here first.
  *
- * Temporal blocking of forward steps that store nothing (the forward-only
- * propagation).  One step streams every field through memory once, which
+ * Temporal blocking of forward steps (the forward-only propagation and, where
+ * the equation sets SWEEP_EQ_BLOCK_STORE, the storing forward of a gradient:
+ * each stored step's snapshot rows go into their slot right after the row's
+ * update, in the store's final layout).  One step streams every field through memory once, which
  * bounds large grids by DRAM bandwidth; here block_steps steps advance
  * together in one sweep along the outermost axis (z in 3D, y in 2D):
  *
@@ -53,6 +55,26 @@ static sweep_blocking SWEEP_FN(blocking)(const SWEEP_EQ_PARAMS *p) {
   return b;
 }
 
+/* Writes row (z, y) of a snapshot record (dst: its row in the slot of one
+ * shot) from the forward row's values wr, as the unblocked forward does. */
+static inline void SWEEP_FN(store_write_row)(const SWEEP_EQ_PARAMS *p, SWEEP_R *dst,
+                                             const SWEEP_R *wr, sweep_int z, sweep_int y) {
+  const sweep_int slo2 = p->store_lo[2], s2 = p->store_hi[2] - p->store_lo[2];
+#ifdef SWEEP_EQ_FWD_STORE
+  SWEEP_EQ_FWD_STORE(p, dst, wr, z, y, SWEEP_FN(row_mask)(p, z, y));
+  (void)slo2, (void)s2;
+#else
+  for (int v = 0; v < SWEEP_EQ_SNAP_VALUES; ++v)
+    sweep_stream_copy(dst + v * SWEEP_SNAP_STRIDE(p), wr + v * SWEEP_WR_PITCH(p) + slo2,
+                      sizeof(SWEEP_R) * s2);
+#endif
+}
+
+/* Per-thread rows of snapshot values (W) for a storing blocked forward, one
+ * of SWEEP_BLOCK_WROW(p) values per thread; NULL when the forward stores
+ * nothing (or on out of memory: the caller then runs unblocked). */
+#define SWEEP_BLOCK_WROW(p) ((p)->shape[2] * SWEEP_EQ_SNAP_VALUES)
+
 /* Work item (shot, step s of the block starting at tb, y tile, stage k,
  * chunk c) of forward_blocked: the rows of one plane group, or nothing when
  * step s has no group in stage k. */
@@ -60,8 +82,9 @@ static inline void SWEEP_FN(blocked_item)(const SWEEP_EQ_PARAMS *p,
                                           const SWEEP_EQ_FIELDS *f, const sweep_blocking *b,
                                           const sweep_point *src, const sweep_point *rec,
                                           const SWEEP_R *const *pa, const SWEEP_R *const *pb,
-                                          sweep_int t0, sweep_int tb, sweep_int shot, sweep_int s,
-                                          sweep_int tile, sweep_int k, sweep_int c) {
+                                          SWEEP_R *wrow, sweep_int t0, sweep_int tb,
+                                          sweep_int shot, sweep_int s, sweep_int tile,
+                                          sweep_int k, sweep_int c) {
   const sweep_int h = SWEEP_H;
   const sweep_int grp = k - s * b->lag;
   if (grp < 0 || grp >= b->n_groups) return;
@@ -83,10 +106,23 @@ static inline void SWEEP_FN(blocked_item)(const SWEEP_EQ_PARAMS *p,
   const int odd = (int)((t - t0) & 1);
   const sweep_int off = shot * p->shot_stride;
   SWEEP_EQ_BLOCK_STATE(f, odd, off);
+  /* A storing forward (wrow set): step t's snapshot rows go from the row's W
+   * (wrow, this thread's) straight into their slot, as the unblocked loop
+   * writes them. */
+  const sweep_int slot = wrow ? SWEEP_FN(store_slot)(p, t, t0) : -1;
+  SWEEP_R *store = slot >= 0 ? (SWEEP_R *)f->store +
+                                   slot * SWEEP_EQ_STORE_VALUES * p->slot_shots *
+                                       SWEEP_EQ_STORE_CELLS(p) +
+                                   shot * SWEEP_EQ_STORE_CELLS(p)
+                             : NULL;
   for (sweep_int q = q0; q < q1; ++q) {
     const sweep_int z = SWEEP_NDIM == 3 ? q : 0;
     const sweep_int r0 = SWEEP_NDIM == 3 ? ya : q, r1 = SWEEP_NDIM == 3 ? yb : q + 1;
-    for (sweep_int y = r0; y < r1; ++y) SWEEP_EQ_FWD_ROW(p, pa, pb, 0, NULL, z, y);
+    for (sweep_int y = r0; y < r1; ++y) {
+      const sweep_int srow = store ? SWEEP_FN(store_row)(p, z, y) : -1;
+      SWEEP_EQ_FWD_ROW(p, pa, pb, 0, srow >= 0 ? wrow : NULL, z, y);
+      if (srow >= 0) SWEEP_FN(store_write_row)(p, store + srow, wrow, z, y);
+    }
     /* Receivers record step t and sources add to step t + 1 in the rows just updated. */
     const sweep_int i0 = z * p->stride[0] + r0 * p->stride[1];
     const sweep_int i1 = z * p->stride[0] + r1 * p->stride[1];
@@ -144,7 +180,8 @@ static inline void SWEEP_FN(stage_steps)(const sweep_blocking *b, sweep_int nb, 
 static int SWEEP_FN(forward_pipelined)(const SWEEP_EQ_PARAMS *p,
                                        const SWEEP_EQ_FIELDS *f, const sweep_blocking *bp,
                                        const sweep_point *src, const sweep_point *rec,
-                                       sweep_int t0, sweep_int n_steps, int n_threads) {
+                                       SWEEP_R *wrows, sweep_int t0, sweep_int n_steps,
+                                       int n_threads) {
   const sweep_blocking b = *bp;
   const sweep_int T = b.steps, nty = b.n_ytiles;
   const sweep_int n_tasks = (n_steps + T - 1) / T * nty;
@@ -158,6 +195,7 @@ static int SWEEP_FN(forward_pipelined)(const SWEEP_EQ_PARAMS *p,
   {
     const unsigned int fp_state = sweep_flush_denormals();
     const int tid = sweep_thread_num(), nth = sweep_num_threads();
+    SWEEP_R *wrow = wrows ? wrows + tid * SWEEP_BLOCK_WROW(p) : NULL;
     for (sweep_int j = tid; j < n_tasks; j += nth) {
       const sweep_int blk = j / nty, tile = j % nty, tb = t0 + blk * T;
       const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
@@ -173,10 +211,12 @@ static int SWEEP_FN(forward_pipelined)(const SWEEP_EQ_PARAMS *p,
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
           for (sweep_int s = s_lo; s <= s_hi; ++s)
             for (sweep_int c = 0; c < b.n_chunks; ++c)
-              SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, t0, tb, shot, s, tile, k, c);
+              SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, wrow, t0, tb, shot, s, tile,
+                                     k, c);
         sweep_publish(&done[j], k + 1);
       }
     }
+    if (wrow) sweep_stream_fence();
     sweep_restore_fp(fp_state);
   }
   free(done);
@@ -185,12 +225,13 @@ static int SWEEP_FN(forward_pipelined)(const SWEEP_EQ_PARAMS *p,
 
 static void SWEEP_FN(forward_blocked)(const SWEEP_EQ_PARAMS *p,
                                       const SWEEP_EQ_FIELDS *f, const sweep_point *src,
-                                      const sweep_point *rec, sweep_int t0, sweep_int n_steps,
+                                      const sweep_point *rec, SWEEP_R *wrows, sweep_int t0,
+                                      sweep_int n_steps,
                                       int n_threads) {
   const sweep_blocking b = SWEEP_FN(blocking)(p);
   /* Pipelined when every thread can have a tile (and its counters fit in memory). */
   if (SWEEP_NDIM == 3 && n_threads <= b.n_ytiles &&
-      SWEEP_FN(forward_pipelined)(p, f, &b, src, rec, t0, n_steps, n_threads))
+      SWEEP_FN(forward_pipelined)(p, f, &b, src, rec, wrows, t0, n_steps, n_threads))
     return;
   const sweep_int T = b.steps;
   const SWEEP_R *pa[3], *pb[3];
@@ -198,6 +239,7 @@ static void SWEEP_FN(forward_blocked)(const SWEEP_EQ_PARAMS *p,
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();
+    SWEEP_R *wrow = wrows ? wrows + sweep_thread_num() * SWEEP_BLOCK_WROW(p) : NULL;
     for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
       const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
       const sweep_int n_stages = SWEEP_FN(stage_count)(&b, nb);
@@ -213,12 +255,13 @@ static void SWEEP_FN(forward_blocked)(const SWEEP_EQ_PARAMS *p,
 #pragma omp for schedule(static)
           for (sweep_int item = 0; item < n_items; ++item) {
             const sweep_int c = item % b.n_chunks, s = s_lo + (item / b.n_chunks) % ns;
-            SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, t0, tb, item / (b.n_chunks * ns), s,
-                                   tile, k, c);
+            SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, wrow, t0, tb,
+                                   item / (b.n_chunks * ns), s, tile, k, c);
           }
         }
       }
     }
+    if (wrow) sweep_stream_fence();
     sweep_restore_fp(fp_state);
   }
 }

@@ -253,6 +253,11 @@
 #ifndef SWEEP_EQ_ROW_SCRATCH
 #define SWEEP_EQ_ROW_SCRATCH 0
 #endif
+/* 1: a storing forward (f->store) may be blocked in time too, each step's
+ * snapshot rows written from inside the wavefront (cpu_blocking.h). */
+#ifndef SWEEP_EQ_BLOCK_STORE
+#define SWEEP_EQ_BLOCK_STORE 0
+#endif
 #ifndef SWEEP_EQ_RECON_SNAPSHOT
 #define SWEEP_EQ_RECON_SNAPSHOT 0
 #define SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, off, z, y, st, vs) ((void)(off), (void)(st))
@@ -614,13 +619,20 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
   const sweep_int n_ring = replay && f->replay_u && f->ring_code ? p->n_ring : 0;
   const int free_surface = SWEEP_FN(has_free_surface)(p);
 #if SWEEP_EQ_BLOCKING
-  if (p->block_steps > 1 && !f->store && !n_band && !replay && !free_surface) {
+  if (p->block_steps > 1 && (!f->store || SWEEP_EQ_BLOCK_STORE) && !n_band && !replay &&
+      !free_surface) {
     sweep_point *src = f->src_amp ? sweep_sorted_points(f->src_idx, p->n_shots, p->n_src) : NULL;
     sweep_point *rec = f->rec ? sweep_sorted_points(f->rec_idx, p->n_shots, p->n_rec) : NULL;
-    const int ok = (src || !f->src_amp || p->n_src == 0) && (rec || !f->rec || p->n_rec == 0);
-    if (ok) SWEEP_FN(forward_blocked)(p, f, src, rec, t0, n_steps, n_threads);
+    /* A storing forward: each thread's row of W (cpu_blocking.h). */
+    SWEEP_R *wrows = f->store ? (SWEEP_R *)malloc(sizeof(SWEEP_R) * n_threads *
+                                                  SWEEP_BLOCK_WROW(p))
+                              : NULL;
+    const int ok = (src || !f->src_amp || p->n_src == 0) && (rec || !f->rec || p->n_rec == 0) &&
+                   (wrows || !f->store);
+    if (ok) SWEEP_FN(forward_blocked)(p, f, src, rec, wrows, t0, n_steps, n_threads);
     free(src);
     free(rec);
+    free(wrows);
     if (ok) return;
   }
 #endif

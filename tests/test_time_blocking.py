@@ -8,6 +8,7 @@ from sweep import _blocking
 from sweep._blocking import BlockingTuner, time_blocking
 from sweep._compiled import CompiledAcoustic
 from sweep._grid import Geometry
+from sweep.propagator.options import CkptOptions, MemoryOptions
 from sweep.testing import random_problem
 
 pytest.importorskip("sweep._C", reason="compiled kernels not built")
@@ -105,15 +106,57 @@ def test_free_surface_runs_unblocked(monkeypatch):
         assert np.array_equal(x, y)
 
 
-def test_gradient_unchanged_by_blocking(monkeypatch):
-    """Gradient runs store snapshots, so their forward is never blocked."""
-    problem = random_problem(3, np.float64, nt=30, accuracy=4)
-    grads = []
-    for blocking in ("1,1,1", "5,1,6"):
-        monkeypatch.setenv("SWEEP_TIME_BLOCKING", blocking)
-        out, pullback = sweep.vjp(sweep.acoustic, **problem, impl="c")
-        grads.append(pullback(np.ones_like(out.receivers))["v"])
-    assert np.array_equal(grads[0], grads[1])
+MEMORY = {
+    "full": {},
+    "sampled": {"model_gradient_sampling_interval": 3},
+    "bf16": {"storage_compression": "bf16"},
+    "chunks": {"memory": MemoryOptions(strategy="ckpt", ckpt=CkptOptions(mode="chunk", chunks=4))},
+    "recursive": {
+        "memory": MemoryOptions(strategy="ckpt", ckpt=CkptOptions(mode="recursive", count=3))
+    },
+}
+
+
+def _gradient(problem, blocking, monkeypatch, **kwargs):
+    monkeypatch.setenv("SWEEP_TIME_BLOCKING", blocking)
+    out, pullback = sweep.vjp(sweep.acoustic, **problem, impl="c", **kwargs)
+    rng = np.random.default_rng(3)
+    grads = pullback(rng.standard_normal(out.receivers.shape).astype(out.receivers.dtype))
+    return [out.receivers, grads["v"], grads["source_amplitudes"]]
+
+
+@pytest.mark.parametrize("ndim", (2, 3))
+@pytest.mark.parametrize("order", (2, 8))
+@pytest.mark.parametrize("dtype", (np.float32, np.float64))
+@pytest.mark.parametrize("memory", MEMORY)
+def test_storing_forward_blocked_is_bitwise_unblocked(ndim, order, dtype, memory, monkeypatch):
+    """The forward of a gradient stores each step's snapshot from inside the
+    blocked wavefront: receivers and both gradients bitwise the unblocked
+    ones, with sampling, bf16 staging and checkpointing's stores too."""
+    problem = random_problem(ndim, dtype, n_shots=3, n_src=2, n_rec=5, nt=29, accuracy=order)
+    kw = MEMORY[memory]
+    reference = _gradient(problem, "1,1,1", monkeypatch, n_threads=1, **kw)
+    assert np.abs(reference[1]).max() > 0
+    for blocking in ("2,1,5", "4,3,7", "80,1,9"):
+        for n_threads in (1, 2, 3):
+            out = _gradient(problem, blocking, monkeypatch, n_threads=n_threads, **kw)
+            for a, b in zip(reference, out, strict=True):
+                assert np.array_equal(a, b), (blocking, n_threads)
+
+
+def test_storing_forward_pipelined_is_bitwise_unblocked(monkeypatch):
+    """3D, one shot, threads at most the y tiles: the pipelined tasks store."""
+    problem = random_problem(3, np.float32, n_shots=1, n_src=2, n_rec=7, nt=31, accuracy=4)
+    problem["v"] = np.full((14, 30, 17), 2000.0, np.float32)
+    problem["source_locations"] = np.array([[[7, 3, 8], [2, 28, 16]]])
+    problem["receiver_locations"] = np.array([[[k % 14, 4 * k + 1, 16 - 2 * k] for k in range(7)]])
+    problem["pml_width"] = 5
+    reference = _gradient(problem, "1,1,1", monkeypatch, n_threads=1)
+    for blocking in ("3,1,7", "4,2,9", "2,1,4"):
+        for n_threads in (2, 4):
+            out = _gradient(problem, blocking, monkeypatch, n_threads=n_threads)
+            for a, b in zip(reference, out, strict=True):
+                assert np.array_equal(a, b), (blocking, n_threads)
 
 
 def _geometry(shape, n_shots=1):
