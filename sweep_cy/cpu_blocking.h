@@ -146,6 +146,107 @@ static inline void SWEEP_FN(blocked_item)(const SWEEP_EQ_PARAMS *p,
   }
 }
 
+#if SWEEP_EQ_BLOCK_ADJOINT
+/*
+ * The adjoint blocked the same way (steps t_end - 1 down to t_begin; step r
+ * of the call is t = t_end - 1 - r).  An adjoint step has the forward's
+ * shape: it reads the state of step t + 1 within SWEEP_H cells and writes its
+ * own cells of the buffers of step t + 2, so the wavefront and its lag are
+ * the forward's.  Per row, as the unblocked driver does it: the snapshot
+ * correlation (paired as there: the schedule below replays its choice of
+ * deferred steps), then the stencil; after the item's rows the source
+ * gradients and terms and the residuals of the cells in them.  Each cell
+ * sees the same operations in the same order, so the results are bitwise
+ * the unblocked ones.
+ */
+typedef struct {
+  const sweep_point *src, *rec;
+  const unsigned char *src_rows; /* source_rows's flags (or NULL) */
+  const SWEEP_R *store;          /* f->store, or NULL without correlation */
+  const sweep_int *slot, *held;  /* per step r: slot of step t and of the held step (or -1) */
+  const unsigned char *defer;    /* per step r: 1 when step t leaves its term to t - 1 */
+  sweep_int t_end;
+} SWEEP_FN(adj_sched);
+
+static inline void SWEEP_FN(adj_blocked_item)(const SWEEP_EQ_PARAMS *p,
+                                              const SWEEP_EQ_FIELDS *f, const sweep_blocking *b,
+                                              const SWEEP_FN(adj_sched) *a,
+                                              const SWEEP_R *const *pa, const SWEEP_R *const *pb,
+                                              sweep_int tb, sweep_int shot, sweep_int s,
+                                              sweep_int tile, sweep_int k, sweep_int c) {
+  const sweep_int h = SWEEP_H;
+  const sweep_int grp = k - s * b->lag;
+  if (grp < 0 || grp >= b->n_groups) return;
+  const sweep_int r = tb + s, t = a->t_end - 1 - r;
+  const sweep_int q0 = b->q_lo + grp * b->group;
+  const sweep_int q1 = q0 + b->group < b->q_hi ? q0 + b->group : b->q_hi;
+  sweep_int ya = 0, yb = 1;
+  if (SWEEP_NDIM == 3) {
+    const sweep_int lo = tile == 0 ? b->y_lo : b->y_lo + tile * b->tile - s * h;
+    const sweep_int hi =
+        tile == b->n_ytiles - 1 ? b->y_hi : b->y_lo + (tile + 1) * b->tile - s * h;
+    ya = lo + c * b->chunk;
+    yb = ya + b->chunk < hi ? ya + b->chunk : hi;
+    if (ya >= yb) return;
+  }
+  const int odd = (int)(r & 1);
+  const sweep_int off = shot * p->shot_stride;
+  SWEEP_EQ_ADJ_BLOCK_STATE(f, odd, off);
+  const sweep_int mc = SWEEP_EQ_STORE_CELLS(p), slot_size = SWEEP_EQ_STORE_VALUES * p->slot_shots * mc;
+  const SWEEP_R *store = a->slot[r] >= 0 ? a->store + a->slot[r] * slot_size + shot * mc : NULL;
+  const SWEEP_R *held = a->held[r] >= 0 ? a->store + a->held[r] * slot_size + shot * mc : NULL;
+  const int defer = a->defer[r];
+  const sweep_int slo2 = p->store_lo[2], n_s2 = p->store_hi[2] - slo2;
+  const sweep_int rows_per_shot = p->shape[0] * p->shape[1];
+  for (sweep_int q = q0; q < q1; ++q) {
+    const sweep_int z = SWEEP_NDIM == 3 ? q : 0;
+    const sweep_int r0 = SWEEP_NDIM == 3 ? ya : q, r1 = SWEEP_NDIM == 3 ? yb : q + 1;
+    for (sweep_int y = r0; y < r1; ++y) {
+      const sweep_int base = z * p->stride[0] + y * p->stride[1];
+      const sweep_int srow = store || held ? SWEEP_FN(store_row)(p, z, y) : -1;
+      if (srow >= 0) {
+        const int fixed = a->src_rows && a->src_rows[shot * rows_per_shot + z * p->shape[1] + y];
+        SWEEP_EQ_ADJ_CORRELATE(0, base + slo2, store ? store + srow : NULL,
+                               held && !fixed ? held + srow : NULL, defer && !fixed, n_s2);
+      }
+      SWEEP_EQ_ADJ_ROW(p, pa, pb, 0, z, y);
+    }
+    const sweep_int i0 = z * p->stride[0] + r0 * p->stride[1];
+    const sweep_int i1 = z * p->stride[0] + r1 * p->stride[1];
+    if (a->src) {
+      const sweep_point *sp = a->src + shot * p->n_src;
+      for (sweep_int j = sweep_points_lower(sp, p->n_src, i0); j < p->n_src && sp[j].idx < i1;
+           ++j) {
+        const sweep_int i = sp[j].idx, e = (shot * p->n_src + sp[j].k) * p->nt + t;
+        if (f->grad_src) ((SWEEP_R *)f->grad_src)[e] = SWEEP_EQ_ADJ_SOURCE_GRAD(i, i);
+        if (SWEEP_EQ_ADJ_GRAD && f->src_amp && t % p->store_every == 0)
+          SWEEP_EQ_ADJ_SOURCE_TERM(i, i, ((const SWEEP_R *)f->src_amp)[e]);
+      }
+    }
+    if (a->rec) {
+      const sweep_point *rs = a->rec + shot * p->n_rec;
+      const SWEEP_R *res = (const SWEEP_R *)f->rec;
+      for (sweep_int j = sweep_points_lower(rs, p->n_rec, i0); j < p->n_rec && rs[j].idx < i1;
+           ++j)
+        SWEEP_EQ_ADJ_RESIDUAL(rs[j].idx, rs[j].idx, res[(shot * p->n_rec + rs[j].k) * p->nt + t]);
+    }
+  }
+}
+#define SWEEP_BLOCKED_ITEM_(adj, wrow, t0, tb, shot, s, tile, k, c)                            \
+  do {                                                                                        \
+    if (adj)                                                                                  \
+      SWEEP_FN(adj_blocked_item)(p, f, &b, adj, pa, pb, tb, shot, s, tile, k, c);             \
+    else                                                                                      \
+      SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, wrow, t0, tb, shot, s, tile, k, c);  \
+  } while (0)
+#else
+typedef struct {
+  int unused;
+} SWEEP_FN(adj_sched);
+#define SWEEP_BLOCKED_ITEM_(adj, wrow, t0, tb, shot, s, tile, k, c) \
+  SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, wrow, t0, tb, shot, s, tile, k, c)
+#endif
+
 /* Stages of a block of nb steps: the last step's last group runs in the last one. */
 static inline sweep_int SWEEP_FN(stage_count)(const sweep_blocking *b, sweep_int nb) {
   return b->n_groups + (nb - 1) * b->lag;
@@ -180,8 +281,8 @@ static inline void SWEEP_FN(stage_steps)(const sweep_blocking *b, sweep_int nb, 
 static int SWEEP_FN(forward_pipelined)(const SWEEP_EQ_PARAMS *p,
                                        const SWEEP_EQ_FIELDS *f, const sweep_blocking *bp,
                                        const sweep_point *src, const sweep_point *rec,
-                                       SWEEP_R *wrows, sweep_int t0, sweep_int n_steps,
-                                       int n_threads) {
+                                       SWEEP_R *wrows, const SWEEP_FN(adj_sched) *adj,
+                                       sweep_int t0, sweep_int n_steps, int n_threads) {
   const sweep_blocking b = *bp;
   const sweep_int T = b.steps, nty = b.n_ytiles;
   const sweep_int n_tasks = (n_steps + T - 1) / T * nty;
@@ -211,8 +312,7 @@ static int SWEEP_FN(forward_pipelined)(const SWEEP_EQ_PARAMS *p,
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
           for (sweep_int s = s_lo; s <= s_hi; ++s)
             for (sweep_int c = 0; c < b.n_chunks; ++c)
-              SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, wrow, t0, tb, shot, s, tile,
-                                     k, c);
+              SWEEP_BLOCKED_ITEM_(adj, wrow, t0, tb, shot, s, tile, k, c);
         sweep_publish(&done[j], k + 1);
       }
     }
@@ -225,13 +325,13 @@ static int SWEEP_FN(forward_pipelined)(const SWEEP_EQ_PARAMS *p,
 
 static void SWEEP_FN(forward_blocked)(const SWEEP_EQ_PARAMS *p,
                                       const SWEEP_EQ_FIELDS *f, const sweep_point *src,
-                                      const sweep_point *rec, SWEEP_R *wrows, sweep_int t0,
-                                      sweep_int n_steps,
-                                      int n_threads) {
+                                      const sweep_point *rec, SWEEP_R *wrows,
+                                      const SWEEP_FN(adj_sched) *adj, sweep_int t0,
+                                      sweep_int n_steps, int n_threads) {
   const sweep_blocking b = SWEEP_FN(blocking)(p);
   /* Pipelined when every thread can have a tile (and its counters fit in memory). */
   if (SWEEP_NDIM == 3 && n_threads <= b.n_ytiles &&
-      SWEEP_FN(forward_pipelined)(p, f, &b, src, rec, wrows, t0, n_steps, n_threads))
+      SWEEP_FN(forward_pipelined)(p, f, &b, src, rec, wrows, adj, t0, n_steps, n_threads))
     return;
   const sweep_int T = b.steps;
   const SWEEP_R *pa[3], *pb[3];
@@ -255,8 +355,7 @@ static void SWEEP_FN(forward_blocked)(const SWEEP_EQ_PARAMS *p,
 #pragma omp for schedule(static)
           for (sweep_int item = 0; item < n_items; ++item) {
             const sweep_int c = item % b.n_chunks, s = s_lo + (item / b.n_chunks) % ns;
-            SWEEP_FN(blocked_item)(p, f, &b, src, rec, pa, pb, wrow, t0, tb,
-                                   item / (b.n_chunks * ns), s, tile, k, c);
+            SWEEP_BLOCKED_ITEM_(adj, wrow, t0, tb, item / (b.n_chunks * ns), s, tile, k, c);
           }
         }
       }
@@ -265,3 +364,4 @@ static void SWEEP_FN(forward_blocked)(const SWEEP_EQ_PARAMS *p,
     sweep_restore_fp(fp_state);
   }
 }
+#undef SWEEP_BLOCKED_ITEM_

@@ -258,6 +258,13 @@
 #ifndef SWEEP_EQ_BLOCK_STORE
 #define SWEEP_EQ_BLOCK_STORE 0
 #endif
+/* 1: adjoint steps without boundary saving or free surface may be blocked in
+ * time (cpu_blocking.h); the equation then defines
+ * SWEEP_EQ_ADJ_BLOCK_STATE(f, odd, off), the adjoint's SWEEP_EQ_BLOCK_STATE
+ * (with what its adjoint hooks name, for one shot at offset off). */
+#ifndef SWEEP_EQ_BLOCK_ADJOINT
+#define SWEEP_EQ_BLOCK_ADJOINT 0
+#endif
 #ifndef SWEEP_EQ_RECON_SNAPSHOT
 #define SWEEP_EQ_RECON_SNAPSHOT 0
 #define SWEEP_EQ_RECON_SNAP_ROW(p, pa, pb, off, z, y, st, vs) ((void)(off), (void)(st))
@@ -629,7 +636,7 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
                               : NULL;
     const int ok = (src || !f->src_amp || p->n_src == 0) && (rec || !f->rec || p->n_rec == 0) &&
                    (wrows || !f->store);
-    if (ok) SWEEP_FN(forward_blocked)(p, f, src, rec, wrows, t0, n_steps, n_threads);
+    if (ok) SWEEP_FN(forward_blocked)(p, f, src, rec, wrows, NULL, t0, n_steps, n_threads);
     free(src);
     free(rec);
     free(wrows);
@@ -812,6 +819,48 @@ static unsigned char *SWEEP_FN(source_rows)(const SWEEP_EQ_PARAMS *p,
   return m;
 }
 
+#if SWEEP_EQ_BLOCKING && SWEEP_EQ_BLOCK_ADJOINT
+/* The adjoint blocked in time (cpu_blocking.h), full storage's and
+ * checkpointing's correlations fused: the deferred steps of the unblocked
+ * driver below replayed into a per-step schedule first.  Returns 0, having
+ * done nothing, when memory is short. */
+static int SWEEP_FN(backward_blocked)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                      const unsigned char *src_rows, int pairing,
+                                      sweep_int t_end, sweep_int n_steps, int n_threads) {
+  const sweep_int t_begin = t_end - n_steps;
+  const int correlate = f->store && SWEEP_EQ_GRAD(f);
+  sweep_int *slot = (sweep_int *)malloc(sizeof(sweep_int) * 2 * n_steps);
+  unsigned char *defer = (unsigned char *)malloc(n_steps);
+  sweep_point *src = f->src_amp || f->grad_src
+                         ? sweep_sorted_points(f->src_idx, p->n_shots, p->n_src)
+                         : NULL;
+  sweep_point *rec = f->rec ? sweep_sorted_points(f->rec_idx, p->n_shots, p->n_rec) : NULL;
+  int ok = slot && defer && (src || !(f->src_amp || f->grad_src) || p->n_src == 0) &&
+           (rec || !f->rec || p->n_rec == 0);
+  if (ok) {
+    sweep_int *held = slot + n_steps;
+    sweep_int deferred = -1; /* the slot of step t + 1 when it deferred */
+    for (sweep_int r = 0; r < n_steps; ++r) {
+      const sweep_int t = t_end - 1 - r;
+      slot[r] = correlate ? SWEEP_FN(store_slot)(p, t, t_begin) : -1;
+      held[r] = deferred;
+      const int d = pairing && slot[r] >= 0 && deferred < 0 && t > t_begin &&
+                    SWEEP_FN(store_slot)(p, t - 1, t_begin) >= 0;
+      defer[r] = (unsigned char)d;
+      deferred = d ? slot[r] : -1;
+    }
+    const SWEEP_FN(adj_sched) a = {src, rec, src_rows, (const SWEEP_R *)f->store, slot, held,
+                                   defer, t_end};
+    SWEEP_FN(forward_blocked)(p, f, NULL, NULL, NULL, &a, 0, n_steps, n_threads);
+  }
+  free(slot);
+  free(defer);
+  free(src);
+  free(rec);
+  return ok;
+}
+#endif
+
 /*
  * Adjoint steps t_end - 1 down to t_end - n_steps.  The model gradient comes
  * from the compact snapshots in f->store (full storage and checkpointing) or,
@@ -865,6 +914,15 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
   const sweep_int n_s2 = p->store_hi[2] - slo2;
   sweep_int n_cpml_runs = 0;
   sweep_int *cpml_runs = recon ? SWEEP_FN(cpml_runs)(p, f, &n_cpml_runs) : NULL;
+#if SWEEP_EQ_BLOCKING && SWEEP_EQ_BLOCK_ADJOINT
+  if (p->block_steps > 1 && !recon && !free_surface &&
+      SWEEP_FN(backward_blocked)(p, f, src_rows, pairing, t_end, n_steps, n_threads)) {
+    free(rbuf);
+    free(src_rows);
+    free(cpml_runs);
+    return;
+  }
+#endif
 #pragma omp parallel num_threads(n_threads)
   {
     const unsigned int fp_state = sweep_flush_denormals();

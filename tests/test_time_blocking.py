@@ -8,7 +8,7 @@ from sweep import _blocking
 from sweep._blocking import BlockingTuner, time_blocking
 from sweep._compiled import CompiledAcoustic
 from sweep._grid import Geometry
-from sweep.propagator.options import CkptOptions, MemoryOptions
+from sweep.propagator.options import BoundaryOptions, CkptOptions, MemoryOptions
 from sweep.testing import random_problem
 
 pytest.importorskip("sweep._C", reason="compiled kernels not built")
@@ -129,10 +129,11 @@ def _gradient(problem, blocking, monkeypatch, **kwargs):
 @pytest.mark.parametrize("order", (2, 8))
 @pytest.mark.parametrize("dtype", (np.float32, np.float64))
 @pytest.mark.parametrize("memory", MEMORY)
-def test_storing_forward_blocked_is_bitwise_unblocked(ndim, order, dtype, memory, monkeypatch):
+def test_blocked_gradient_is_bitwise_unblocked(ndim, order, dtype, memory, monkeypatch):
     """The forward of a gradient stores each step's snapshot from inside the
-    blocked wavefront: receivers and both gradients bitwise the unblocked
-    ones, with sampling, bf16 staging and checkpointing's stores too."""
+    blocked wavefront and the adjoint correlates inside its own: receivers
+    and both gradients bitwise the unblocked ones, with sampling, bf16
+    staging and checkpointing's stores too."""
     problem = random_problem(ndim, dtype, n_shots=3, n_src=2, n_rec=5, nt=29, accuracy=order)
     kw = MEMORY[memory]
     reference = _gradient(problem, "1,1,1", monkeypatch, n_threads=1, **kw)
@@ -144,8 +145,9 @@ def test_storing_forward_blocked_is_bitwise_unblocked(ndim, order, dtype, memory
                 assert np.array_equal(a, b), (blocking, n_threads)
 
 
-def test_storing_forward_pipelined_is_bitwise_unblocked(monkeypatch):
-    """3D, one shot, threads at most the y tiles: the pipelined tasks store."""
+def test_pipelined_gradient_is_bitwise_unblocked(monkeypatch):
+    """3D, one shot, threads at most the y tiles: the pipelined tasks store
+    (forward) and correlate (adjoint)."""
     problem = random_problem(3, np.float32, n_shots=1, n_src=2, n_rec=7, nt=31, accuracy=4)
     problem["v"] = np.full((14, 30, 17), 2000.0, np.float32)
     problem["source_locations"] = np.array([[[7, 3, 8], [2, 28, 16]]])
@@ -153,10 +155,23 @@ def test_storing_forward_pipelined_is_bitwise_unblocked(monkeypatch):
     problem["pml_width"] = 5
     reference = _gradient(problem, "1,1,1", monkeypatch, n_threads=1)
     for blocking in ("3,1,7", "4,2,9", "2,1,4"):
-        for n_threads in (2, 4):
+        for n_threads in (2, 4, 2):
             out = _gradient(problem, blocking, monkeypatch, n_threads=n_threads)
             for a, b in zip(reference, out, strict=True):
                 assert np.array_equal(a, b), (blocking, n_threads)
+
+
+def test_blocked_gradient_free_surface_and_boundary(monkeypatch):
+    """A free surface, and boundary saving, keep their unblocked loops."""
+    for kw in ({"free_surface": True}, {}):
+        problem = random_problem(3, np.float64, nt=25, accuracy=4, **kw)
+        mem = (
+            {} if kw else {"memory": MemoryOptions(strategy="boundary", boundary=BoundaryOptions())}
+        )
+        a = _gradient(problem, "1,1,1", monkeypatch, **mem)
+        b = _gradient(problem, "4,1,5", monkeypatch, n_threads=2, **mem)
+        for x, y in zip(a, b, strict=True):
+            assert np.array_equal(x, y)
 
 
 def _geometry(shape, n_shots=1):
