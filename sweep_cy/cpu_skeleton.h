@@ -98,6 +98,14 @@
  *                     step, of reach SWEEP_H, that writes step n + 1 over the
  *                     buffers of step n - 1; 0 otherwise (a staggered system
  *                     of two half steps needs phases in the blocking first).
+ *   SWEEP_EQ_BLOCK_STORE 1: the storing forward (f->store) is blocked too,
+ *                     each row's snapshot values (the row hook's wr) going
+ *                     into their slot right after the row (default 0).
+ *   SWEEP_EQ_BLOCK_ADJOINT 1: adjoint calls without boundary saving or free
+ *                     surface are blocked too (default 0); the adjoint must
+ *                     have the forward's shape (state of step t + 1 read
+ *                     within SWEEP_H, own cells of step t + 2's buffers
+ *                     written), and SWEEP_EQ_ADJ_BLOCK_STATE is defined.
  *
  * Declarations (each expands to declarations and statements)
  *   SWEEP_EQ_MODEL(f)          once per call, before the parallel region:
@@ -108,6 +116,11 @@
  *                              boundary-saving reconstruction runs backwards).
  *   SWEEP_EQ_FWD_SHOT(f, off)  per work item: what the rows of the shot at
  *   SWEEP_EQ_ADJ_SHOT(f, off)  element offset off need (per-axis pointers).
+ *   SWEEP_EQ_ADJ_BLOCK_STATE(f, odd, off)  blocked adjoint only: the model,
+ *                              the adjoint state of one shot (offset by off)
+ *                              after odd / even rotations and the gradient,
+ *                              named as the adjoint hooks use them (their
+ *                              off is then 0).
  *   SWEEP_EQ_BLOCK_STATE(f, odd, off)  blocked forward only: the model and
  *                              the state of one shot (offset by off) after
  *                              an odd (1) or even (0) number of rotations.
