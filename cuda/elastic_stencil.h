@@ -78,6 +78,9 @@ typedef struct SWEEP_FN(elastic_ctx) {
   const SWEEP_R *wv[3][2]; /* velocity weights, tap-major: wv[d][fw][(k - 1) n[d] + cell] */
   const SWEEP_R *ws;       /* stress weights c_1 .. c_nh */
   sweep_int st[3], n[3];
+  /* Per kernel axis, [flo, fhi): the updated cells whose profiles are all
+   * zero (CPU only), where the forward's C-PML terms are exact no-ops. */
+  sweep_int flo[3], fhi[3];
   SWEEP_R rdx[3];
   int nh;
 } SWEEP_FN(elastic_ctx);
@@ -107,6 +110,26 @@ SWEEP_HD void SWEEP_FN(el_ctx)(const sweep_acoustic_params *p, const sweep_elast
   }
   e->ws = (const SWEEP_R *)f->ws;
   e->nh = (int)p->halo;
+#ifndef __CUDA_ARCH__
+  /* The forward's C-PML cells along each axis: those where a profile (a or
+   * b, nodes or half nodes) is nonzero, each face's CPML cells and, on a
+   * high face, the half node just before them.  Outside them psi = b psi +
+   * a D stays an exact zero and D + psi is D; plain_lo / plain_hi hold a
+   * halo more on each side, which the adjoint and boundary saving need (the
+   * adjoint's stencils read P there), the forward not. */
+  for (int d = 0; d < 3; ++d) {
+    sweep_int lo = p->halo, hi = p->shape[d] - p->halo;
+#define EL_LIVE_(i) \
+  (e->pa[d][i] != 0 || e->pb[d][i] != 0 || e->pah[d][i] != 0 || e->pbh[d][i] != 0)
+    if (d >= EL_A0) {
+      while (lo < hi && EL_LIVE_(lo)) ++lo;
+      while (hi > lo && EL_LIVE_(hi - 1)) --hi;
+    }
+#undef EL_LIVE_
+    e->flo[d] = d >= EL_A0 ? lo : 0;
+    e->fhi[d] = d >= EL_A0 ? hi : 1;
+  }
+#endif
 }
 
 /* The same pointers offset to the shot at element offset off. */

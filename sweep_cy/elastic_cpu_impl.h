@@ -194,7 +194,14 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
   const sweep_int h = p->halo, x_end = p->shape[2] - h;
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
   const SWEEP_R *sx = st ? st - p->store_lo[2] : NULL;
-  const int outer = SWEEP_FN(row_mask)(p, z, y);
+  /* The forward's kinds (0, 1) run the C-PML terms on the cells of nonzero
+   * profiles only (el_ctx's flo, fhi: a halo less per face than plain_lo,
+   * plain_hi, which the adjoint and boundary saving keep): 3D o8, 26 % fewer
+   * outer rows.  Bitwise the same (psi stays an exact zero there). */
+  const int fwd = kind < 2;
+  const sweep_int *plo = fwd ? e->flo : p->plain_lo, *phi = fwd ? e->fhi : p->plain_hi;
+  const int outer =
+      (SWEEP_NDIM == 3 && (z < plo[0] || z >= phi[0])) || y < plo[1] || y >= phi[1];
 #define EL_ROW(x0, x1, m)                                                                   \
   if ((x0) < (x1) && (kind < 4 || (kind < 6) == ((m) != 0))) {                              \
     if (kind == 0 || kind == 4)                                                             \
@@ -219,7 +226,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
    * saving's kinds keep the exact split: its replay runs the cells with
    * C-PML terms only, its reconstruction the plain cells only. */
   const sweep_int lane = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
-  sweep_int xl = p->plain_lo[2], xh = p->plain_hi[2];
+  sweep_int xl = plo[2], xh = phi[2];
   if (kind < 4) {
     if (xl > h) xl = h + (xl - h + lane - 1) / lane * lane;
     if (xl > xh) xl = xh;
@@ -240,6 +247,29 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
   EL_ROW(xl, xh, m);                                                         \
   EL_ROW(xh, x_end, (m) | 4)
   if (outer) {
+#if SWEEP_NDIM == 3
+    /* A forward row in the strips of one of z, y only (all but the corner
+     * rows of a 3D outer region): the other axis's profiles are zero on it,
+     * so its memory variables read and write an exact zero.  They go to a
+     * zeroed scratch row (in L1) instead of their full-grid arrays: the
+     * row's memory traffic of one axis's C-PML terms, not two's, with the
+     * same functions (mask 3) and arithmetic. */
+    const int oz = z < plo[0] || z >= phi[0], oy = y < plo[1] || y >= phi[1];
+    if (fwd && oz != oy) {
+      const sweep_int lane_ = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
+      SWEEP_R buf[p->shape[2] + lane_] __attribute__((aligned(SWEEP_CACHE_LINE)));
+      memset(buf, 0, sizeof(buf));
+      SWEEP_R *zero = buf + lane_ - h % lane_ - base; /* x = h on a line */
+      SWEEP_FN(el_ctx_t) own = *e;
+      for (int F = 0; F < EL_NF; ++F)
+        if (own.m[F][oz]) own.m[F][oz] = zero;
+      {
+        const SWEEP_FN(el_ctx_t) *const e = &own;
+        EL_SEGMENTS(EL_OUTER);
+      }
+      return;
+    }
+#endif
     EL_SEGMENTS(EL_OUTER);
   } else {
     EL_SEGMENTS(0);
