@@ -54,6 +54,9 @@
  *       st + v * SWEEP_SNAP_STRIDE(p)) or NULL (no gradient this step).
  *   SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t), SWEEP_EQ_ADJ_GHOSTS(p, k, t)
  *       after the adjoint rows of phase k.
+ *   SWEEP_EQ_ADJ_TILE(p, shot, y0, k, t), SWEEP_EQ_ADJ_STATE_END()  (optional)
+ *       before a work item's adjoint rows of phase k (rows from y0 on), and
+ *       at the end of a thread's adjoint (elastic 2D: its window of rows).
  *   SWEEP_EQ_FUSE(p, f)  (optional) whether the call may fuse its phases;
  *   SWEEP_EQ_FUSE_LAG, SWEEP_EQ_FUSE_POINTS(p, f, k, shot, off, t, l),
  *   SWEEP_EQ_FUSE_AFTER(p, f, shot, off, t)  (optional) see above.
