@@ -51,7 +51,7 @@ typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
 #if EL_PRE
 #define EL_PRE_N (EL_ND + EL_NP) /* products per cell: phase A's; phase B's EL_ND */
 /* Rows of the window beyond the two reaches it keeps when it slides. */
-#define EL_WIN_ROWS 24
+#define EL_WIN_ROWS 8
 typedef struct {
   SWEEP_R *buf;          /* EL_PRE_N arrays of rows rows of pitch rs */
   sweep_int rows, rs, lo, next, nx;
