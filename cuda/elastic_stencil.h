@@ -83,6 +83,9 @@ typedef struct SWEEP_FN(elastic_ctx) {
   sweep_int flo[3], fhi[3];
   SWEEP_R rdx[3];
   int nh;
+  /* The CPU's 2D adjoint only (sweep_cy/elastic_cpu_impl.h): the products its
+   * stencils read, precomputed per row (not set by el_ctx). */
+  const SWEEP_R *gb[9];
 } SWEEP_FN(elastic_ctx);
 
 /* The pointers of a call (fields, memory variables and gradients of shot 0):

@@ -54,6 +54,9 @@
  *       st + v * SWEEP_SNAP_STRIDE(p)) or NULL (no gradient this step).
  *   SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t), SWEEP_EQ_ADJ_GHOSTS(p, k, t)
  *       after the adjoint rows of phase k.
+ *   SWEEP_EQ_ADJ_TILE(p, shot, y0, k, t), SWEEP_EQ_ADJ_STATE_END()  (optional)
+ *       before a work item's adjoint rows of phase k (rows from y0 on), and
+ *       at the end of a thread's adjoint (elastic 2D: its window of rows).
  *   SWEEP_EQ_FUSE(p, f)  (optional) whether the call may fuse its phases;
  *   SWEEP_EQ_FUSE_LAG, SWEEP_EQ_FUSE_POINTS(p, f, k, shot, off, t, l),
  *   SWEEP_EQ_FUSE_AFTER(p, f, shot, off, t)  (optional) see above.
@@ -69,6 +72,15 @@
  *   SWEEP_EQ_REV_POINTS(p, f, k, shot, off, t)  before them: phase k's
  *       sources taken away (k = 0: after the images are refilled).
  */
+
+/* Optional: per work item of the unfused adjoint, before its rows (shot,
+ * first row y0, phase k, step t), and the end of a thread's adjoint. */
+#ifndef SWEEP_EQ_ADJ_TILE
+#define SWEEP_EQ_ADJ_TILE(p, shot, y0, k, t) ((void)0)
+#endif
+#ifndef SWEEP_EQ_ADJ_STATE_END
+#define SWEEP_EQ_ADJ_STATE_END() ((void)0)
+#endif
 
 #ifdef SWEEP_EQ_BS_FIELDS
 static void SWEEP_FN(bs_replay)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
@@ -317,6 +329,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
           SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1);
           const sweep_int off = shot * ss;
           SWEEP_EQ_ADJ_SHOT(f, off);
+          SWEEP_EQ_ADJ_TILE(p, shot, y0, k, t);
           for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
             for (sweep_int y = y0; y < y1; ++y) SWEEP_PH_ADJ_ROW_(z, y, k);
         }
@@ -327,6 +340,7 @@ void SWEEP_EQ_BACKWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep
       }
       SWEEP_EQ_ADJ_ROTATE();
     }
+    SWEEP_EQ_ADJ_STATE_END();
     sweep_restore_fp(fp_state);
   }
 }

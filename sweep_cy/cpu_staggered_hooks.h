@@ -33,13 +33,19 @@
   } while (0)
 #define SWEEP_EQ_GRAD(f) ((f)->grad[SWEEP_STAG_GRAD_SLOT])
 #define SWEEP_EQ_FWD_STATE(f) ((void)0)
+#ifndef SWEEP_EQ_ADJ_STATE
 #define SWEEP_EQ_ADJ_STATE(f) ((void)0)
+#endif
 #define SWEEP_EQ_FWD_SHOT(f, off) const SWEEP_STAG(ctx_t) stag_e = SWEEP_STAG(shot)(&stag_base, off)
+#ifndef SWEEP_EQ_ADJ_SHOT
 #define SWEEP_EQ_ADJ_SHOT(f, off) SWEEP_EQ_FWD_SHOT(f, off)
+#endif
 #define SWEEP_EQ_FWD_ROW(p, pa, pb, off, wr, z, y, k) \
   ((void)(pa), (void)(pb), SWEEP_STAG(row)(p, &stag_e, wr, NULL, 0, z, y, k))
+#ifndef SWEEP_EQ_ADJ_ROW
 #define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, st) \
   ((void)(pa), (void)(pb), SWEEP_STAG(row)(p, &stag_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
+#endif
 #define SWEEP_EQ_FWD_POINTS(p, f, k, shot, off, t) \
   SWEEP_STAG(fwd_points)(p, f, &stag_base, k, shot, off, t)
 #define SWEEP_EQ_ADJ_POINTS(p, f, k, shot, off, t) \

@@ -31,6 +31,223 @@ typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
 
 /* The pointers of a call and of a shot: el_ctx, el_shot (elastic_stencil.h). */
 
+/* ---- 2D adjoint: the products its stencils read, precomputed per row ----
+ *
+ * Adjoint phase A reads gbar (elastic_stencil.h el_gbar_v: sum_i C_ij s_ii
+ * per normal stress, mu s per shear stress) at 2 nh cells per (j, b) and
+ * phase B gv = b_a v_a at as many: each product was evaluated 2 nh times per
+ * cell.  In 2D each thread computes them once per cell and phase into a
+ * window of rows (el_win: rows [lo, next) of the products, the row pitch of
+ * the grid, so cell q's product is at gb[k][q]), the rows ahead of the
+ * adjoint rows by the reach; phase A reads gb[j] (gbar of normal stress j)
+ * and gb[ND + pair] (shear), phase B gb[a] (b_a v_a).  The same expressions
+ * (no contraction: ISO C), so bitwise the same results. */
+#if SWEEP_NDIM == 2
+#define EL_PRE 1
+#else
+#define EL_PRE 0
+#endif
+
+#if EL_PRE
+#define EL_PRE_N (EL_ND + EL_NP) /* products per cell: phase A's; phase B's EL_ND */
+/* Rows of the window beyond the two reaches it keeps when it slides. */
+#define EL_WIN_ROWS 8
+typedef struct {
+  SWEEP_R *buf;          /* EL_PRE_N arrays of rows rows of pitch rs */
+  sweep_int rows, rs, lo, next, nx;
+  sweep_int shot, stamp; /* which shot, phase and step the rows are of */
+} SWEEP_FN(el_win_t);
+
+static inline void SWEEP_FN(el_win_init)(const sweep_acoustic_params *p, SWEEP_FN(el_win_t) * w) {
+  w->rs = p->stride[1];
+  w->nx = p->shape[2];
+  w->rows = 2 * p->halo + EL_WIN_ROWS;
+  w->buf = (SWEEP_R *)malloc(sizeof(SWEEP_R) * EL_PRE_N * w->rows * w->rs);
+  w->shot = -1;
+  w->stamp = -1;
+  w->lo = w->next = 0;
+}
+
+/* Row r's products of phase k (1: phase A's gbar, 0: phase B's b_a v_a) into
+ * the window's row at dst (array k at dst + k rows rs). */
+static inline void SWEEP_FN(el_win_row)(const SWEEP_FN(el_ctx_t) * e, SWEEP_R *dst, sweep_int step,
+                                        sweep_int base, sweep_int nx, int k) {
+  if (k) {
+    SWEEP_UNROLL
+    for (int j = 0; j < EL_ND; ++j) {
+      SWEEP_R *o = dst + j * step;
+      _Pragma("omp simd") for (sweep_int x = 0; x < nx; ++x) o[x] =
+          SWEEP_FN(el_gbar_v)(e, base + x, j, j);
+    }
+    SWEEP_UNROLL
+    for (int a = 0; a < EL_ND; ++a)
+      SWEEP_UNROLL
+    for (int b = 0; b < EL_ND; ++b) {
+      if (a >= b) continue;
+      SWEEP_R *o = dst + (EL_ND + EL_PAIR(a, b)) * step;
+      _Pragma("omp simd") for (sweep_int x = 0; x < nx; ++x) o[x] =
+          SWEEP_FN(el_gbar_v)(e, base + x, a, b);
+    }
+  } else {
+    SWEEP_UNROLL
+    for (int a = 0; a < EL_ND; ++a) {
+      SWEEP_R *o = dst + a * step;
+      const SWEEP_R *c = e->c[EL_CB(a)] + base, *v = e->f[a] + base;
+      _Pragma("omp simd") for (sweep_int x = 0; x < nx; ++x) o[x] = c[x] * v[x];
+    }
+  }
+}
+
+/* Before phase k's rows of shot from row y0 on (step t): the window restarts
+ * unless it holds this shot's, phase's and step's rows from y0 - h on (the
+ * thread's previous work item ended where this one starts). */
+static inline void SWEEP_FN(el_win_tile)(const sweep_acoustic_params *p, SWEEP_FN(el_win_t) * w,
+                                         sweep_int shot, sweep_int y0, int k, sweep_int t) {
+  const sweep_int h = p->halo, stamp = 2 * t + k;
+  if (w->shot == shot && w->stamp == stamp && w->lo <= y0 - h && y0 - h <= w->next) return;
+  w->shot = shot;
+  w->stamp = stamp;
+  w->lo = w->next = y0 - h;
+}
+
+/* Before row y of phase k: the window's rows up to y + h computed (sliding
+ * it when full: the last 2 h rows to its start), e's pointers at them. */
+static inline void SWEEP_FN(el_win_rows)(const sweep_acoustic_params *p, SWEEP_FN(el_win_t) * w,
+                                         SWEEP_FN(el_ctx_t) * e, sweep_int y, int k) {
+  const sweep_int h = p->halo, rs = w->rs, step = w->rows * rs;
+  const int n = k ? EL_PRE_N : EL_ND;
+  for (; w->next <= y + h; ++w->next) {
+    if (w->next - w->lo >= w->rows) {
+      const sweep_int keep = 2 * h, from = w->next - keep - w->lo;
+      for (int a = 0; a < n; ++a)
+        memmove(w->buf + a * step, w->buf + a * step + from * rs, sizeof(SWEEP_R) * keep * rs);
+      w->lo = w->next - keep;
+    }
+    SWEEP_FN(el_win_row)(e, w->buf + (w->next - w->lo) * rs, step, w->next * rs, w->nx, k);
+  }
+  for (int a = 0; a < n; ++a) e->gb[a] = w->buf + a * step - w->lo * rs;
+}
+
+/* el_adj_a_tap (elastic_stencil.h) with gbar read from the window. */
+SWEEP_HD SWEEP_R SWEEP_FN(el_adj_a_tap_pre)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
+                                            sweep_int cz, sweep_int cy, sweep_int cx, int j,
+                                            int b, const int cpml, const int nh, int t,
+                                            SWEEP_R sum) {
+  const int d = EL_A0 + b, fw = j != b;
+  const sweep_int o = fw ? 0 : -1, s = e->st[d], nw = e->n[d];
+  const SWEEP_R *w = e->wv[d][fw] + EL_C(d);
+  const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
+  const SWEEP_R *P = e->m[j][d];
+  const SWEEP_R *G = e->gb[j == b ? j : EL_ND + EL_PAIR(j, b)];
+  const int k = STAG_TAP(nh, e->nh, t);
+  const sweep_int o1 = -k - o, o2 = k - 1 - o;
+  SWEEP_R d1 = G[q + o1 * s];
+  SWEEP_R d2 = G[q + o2 * s];
+  if (cpml) {
+    const SWEEP_R a1 = A[EL_C(d) + o1], a2 = A[EL_C(d) + o2];
+    d1 = SWEEP_FMA(a1, d1 + P[q + o1 * s], d1);
+    d2 = SWEEP_FMA(a2, d2 + P[q + o2 * s], d2);
+  }
+  sum = SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, w[(k - 1) * nw + o1]), d1, sum);
+  return SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, -w[(k - 1) * nw + o2]), d2, sum);
+}
+
+/* el_adj_a with gbar from the window. */
+SWEEP_HD void SWEEP_FN(el_adj_a_pre)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
+                                     sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                     const int nh) {
+  SWEEP_UNROLL
+  for (int j = 0; j < EL_ND; ++j) {
+    const SWEEP_R gv = e->c[EL_CB(j)][q] * e->f[j][q];
+    SWEEP_UNROLL
+    for (int b = 0; b < EL_ND; ++b) {
+      const int d = EL_A0 + b, fw = j == b;
+      if (mask & (1 << d)) {
+        SWEEP_R *m = e->m[EL_S(j, b)][d] + q;
+        *m = (fw ? e->pbh[d] : e->pb[d])[EL_C(d)] * (*m + gv);
+      }
+    }
+    SWEEP_R acc = 0;
+    SWEEP_UNROLL
+    for (int b = 0; b < EL_ND; ++b) {
+      const int d = EL_A0 + b, cpml = mask & (1 << d);
+      SWEEP_R sum = 0;
+      if (nh >= 0) {
+        SWEEP_UNROLL
+        for (int t = 1; t <= STAG_MAX_H; ++t)
+          if (t <= STAG_TAPS(nh, e->nh))
+            sum = SWEEP_FN(el_adj_a_tap_pre)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
+      } else {
+        for (int t = 1; t <= e->nh; ++t)
+          sum = SWEEP_FN(el_adj_a_tap_pre)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
+      }
+      acc = SWEEP_FMA(sum, e->rdx[d], acc);
+    }
+    e->f[j][q] += acc;
+  }
+}
+
+/* el_adj_b with b_a v_a from the window. */
+SWEEP_HD void SWEEP_FN(el_adj_b_pre)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
+                                     sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
+                                     const int nh, const SWEEP_R *st, sweep_int vs) {
+  if (st) {
+    SWEEP_UNROLL
+    for (int a = 0; a < EL_ND; ++a) {
+      e->g[EL_CB(a)][q] = SWEEP_FMA(e->f[a][q], st[a * vs], e->g[EL_CB(a)][q]);
+      SWEEP_UNROLL
+      for (int j = 0; j < EL_ND; ++j)
+        e->g[EL_CC(a, j)][q] =
+            SWEEP_FMA(e->f[EL_ND + a][q], st[(EL_ND + j) * vs], e->g[EL_CC(a, j)][q]);
+      SWEEP_UNROLL
+      for (int b = 0; b < EL_ND; ++b)
+        if (a < b)
+          e->g[EL_CMU(a, b)][q] = SWEEP_FMA(e->f[EL_S(a, b)][q],
+                                            st[(2 * EL_ND + EL_PAIR(a, b)) * vs],
+                                            e->g[EL_CMU(a, b)][q]);
+    }
+  }
+  SWEEP_UNROLL
+  for (int j = 0; j < EL_ND; ++j) {
+    SWEEP_UNROLL
+    for (int b = 0; b < EL_ND; ++b) {
+      const int d = EL_A0 + b, fw = j != b;
+      if (mask & (1 << d)) {
+        SWEEP_R *m = e->m[j][d] + q;
+        *m = (fw ? e->pbh[d] : e->pb[d])[EL_C(d)] * (*m + SWEEP_FN(el_gbar_v)(e, q, j, b));
+      }
+    }
+  }
+  SWEEP_UNROLL
+  for (int a = 0; a < EL_ND; ++a) {
+    const SWEEP_R *V = e->gb[a];
+    SWEEP_UNROLL
+    for (int b = 0; b < EL_ND; ++b) {
+      const int d = EL_A0 + b, F = EL_S(a, b), fw = a == b;
+      const sweep_int o = fw ? 0 : -1, s = e->st[d];
+      const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
+      const SWEEP_R *M = e->m[F][d];
+      const int cpml = mask & (1 << d);
+      SWEEP_R sum = 0;
+      for (int t = 1; t <= STAG_TAPS(nh, e->nh); ++t) {
+        const int k = STAG_TAP(nh, e->nh, t);
+        const sweep_int o1 = -k - o, o2 = k - 1 - o, p1 = q + o1 * s, p2 = q + o2 * s;
+        const SWEEP_R g1 = V[p1], g2 = V[p2];
+        const SWEEP_R d1 = cpml ? SWEEP_FMA(A[EL_C(d) + o1], g1 + M[p1], g1) : g1;
+        const SWEEP_R d2 = cpml ? SWEEP_FMA(A[EL_C(d) + o2], g2 + M[p2], g2) : g2;
+        sum = SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, e->ws[k - 1]), d1 - d2, sum);
+      }
+      e->f[F][q] = SWEEP_FMA(sum, e->rdx[d], e->f[F][q]);
+    }
+  }
+}
+#define EL_ADJ_A el_adj_a_pre
+#define EL_ADJ_B el_adj_b_pre
+#else
+#define EL_ADJ_A el_adj_a
+#define EL_ADJ_B el_adj_b
+#endif
+
 /* ---- Rows: cells [x0, x1) of row base = (z, y), one function per mask ---- */
 
 #define EL_ROW_PARAMS                                                                        \
@@ -77,7 +294,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_cells)(EL_RO
   (void)wrow, (void)st, (void)vs;
   EL_SIMD
   for (sweep_int x = x0; x < x1; ++x) {
-    SWEEP_FN(el_adj_a)(e, base + x, z, y, x, mask, nh);
+    SWEEP_FN(EL_ADJ_A)(e, base + x, z, y, x, mask, nh);
   }
 }
 
@@ -89,12 +306,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
   if (st) {
     EL_SIMD
     for (sweep_int x = x0; x < x1; ++x) {
-      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, st + x, vs);
+      SWEEP_FN(EL_ADJ_B)(e, base + x, z, y, x, mask, nh, st + x, vs);
     }
   } else {
     EL_SIMD
     for (sweep_int x = x0; x < x1; ++x) {
-      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, NULL, vs);
+      SWEEP_FN(EL_ADJ_B)(e, base + x, z, y, x, mask, nh, NULL, vs);
     }
   }
 }
@@ -459,5 +676,18 @@ static void SWEEP_FN(el_rev_points)(const sweep_acoustic_params *p, const sweep_
 #define SWEEP_EQ_FUSE_POINTS(p, f, k, shot, off, t, l) \
   SWEEP_FN(el_line_points)(p, f, &stag_base, k, shot, off, t, l)
 #define SWEEP_EQ_FUSE_AFTER(p, f, shot, off, t) SWEEP_FN(el_images)(p, stag_base.f, off, 0)
+#endif
+#if EL_PRE
+/* The 2D adjoint's window of precomputed products (el_win_t): one per thread,
+ * its rows computed ahead of each adjoint row. */
+#define SWEEP_EQ_ADJ_STATE(f) \
+  SWEEP_FN(el_win_t) el_win;   \
+  SWEEP_FN(el_win_init)(p, &el_win)
+#define SWEEP_EQ_ADJ_STATE_END() free(el_win.buf)
+#define SWEEP_EQ_ADJ_SHOT(f, off) SWEEP_FN(el_ctx_t) stag_e = SWEEP_FN(el_shot)(&stag_base, off)
+#define SWEEP_EQ_ADJ_TILE(p, shot, y0, k, t) SWEEP_FN(el_win_tile)(p, &el_win, shot, y0, k, t)
+#define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, st)                                   \
+  ((void)(pa), (void)(pb), SWEEP_FN(el_win_rows)(p, &el_win, &stag_e, y, k),            \
+   SWEEP_STAG(row)(p, &stag_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
 #endif
 #include "cpu_staggered_hooks.h"
