@@ -405,6 +405,37 @@ static inline void SWEEP_FN(born_record_background)(const sweep_acoustic_params 
    : (v) == 2 ? (SWEEP_R *)psi0_all[d] + (off)                                            \
               : (SWEEP_R *)psi1_all[d] + (off))
 
+/* The storing forward may be blocked too: each row's W0, W1 (wr, wr + pitch)
+ * go into their slot right after the row (cpu_blocking.h). */
+#define SWEEP_EQ_BLOCK_STORE 1
+/* The blocked adjoint (cpu_blocking.h): the models and the adjoint state of
+ * one shot after an odd (1) or even (0) number of steps, under the names the
+ * adjoint hooks below use (their off then 0), and a row for A1. */
+#define SWEEP_EQ_BLOCK_ADJOINT 1
+#define SWEEP_EQ_ADJ_BLOCK_STATE(f, odd, off)                                        \
+  SWEEP_EQ_MODEL(f);                                                                 \
+  SWEEP_R *mu0 = (SWEEP_R *)((odd) ? (f)->u0_prev : (f)->u0) + (off);                \
+  SWEEP_R *mu0_prev = (SWEEP_R *)((odd) ? (f)->u0 : (f)->u0_prev) + (off);           \
+  SWEEP_R *mu1 = (SWEEP_R *)((odd) ? (f)->u1_prev : (f)->u1) + (off);                \
+  SWEEP_R *mu1_prev = (SWEEP_R *)((odd) ? (f)->u1 : (f)->u1_prev) + (off);           \
+  SWEEP_R *P0[3], *P0n[3], *Z0[3], *Z0n[3], *P1[3], *P1n[3], *Z1[3], *Z1n[3];        \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi0_new : (f)->psi0, off, P0);                   \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi0 : (f)->psi0_new, off, P0n);                  \
+  SWEEP_FN(shot_axes)((odd) ? (f)->zeta0_new : (f)->zeta0, off, Z0);                 \
+  SWEEP_FN(shot_axes)((odd) ? (f)->zeta0 : (f)->zeta0_new, off, Z0n);                \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi1_new : (f)->psi1, off, P1);                   \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi1 : (f)->psi1_new, off, P1n);                  \
+  SWEEP_FN(shot_axes)((odd) ? (f)->zeta1_new : (f)->zeta1, off, Z1);                 \
+  SWEEP_FN(shot_axes)((odd) ? (f)->zeta1 : (f)->zeta1_new, off, Z1n);                \
+  const SWEEP_R *mu0_s = mu0, *mu1_s = mu1;                                          \
+  SWEEP_R *grad_k_all = (f)->grad_v2dt2 ? (SWEEP_R *)(f)->grad_v2dt2 + (off) : NULL; \
+  SWEEP_R *grad_dk_all =                                                             \
+      (f)->grad_dv2dt2 ? (SWEEP_R *)(f)->grad_dv2dt2 + (off) : NULL;                 \
+  SWEEP_R *grad_k = grad_k_all, *grad_dk = grad_dk_all;                              \
+  SWEEP_R eq_scratch[p->shape[2]];                                                   \
+  (void)grad_k;                                                                      \
+  (void)grad_dk
+
 /* Adjoint, in mu = K lambda: mu0 (which holds G0 = mu0 + R mu1, see
  * lsrtm_stencil.h), mu1 and their P, Z swap every step. */
 #define SWEEP_EQ_GRAD(f) ((f)->grad_v2dt2)

@@ -145,6 +145,31 @@ def test_blocked_gradient_is_bitwise_unblocked(ndim, order, dtype, memory, monke
                 assert np.array_equal(a, b), (blocking, n_threads)
 
 
+@pytest.mark.parametrize("ndim", (2, 3))
+@pytest.mark.parametrize("dtype", (np.float32, np.float64))
+@pytest.mark.parametrize("memory", ("full", "sampled", "chunks"))
+def test_blocked_born_gradient_is_bitwise_unblocked(ndim, dtype, memory, monkeypatch):
+    """LSRTM: both snapshot values stored from inside the blocked wavefront,
+    both adjoint fields and both model gradients correlated inside its own."""
+    problem = random_problem(ndim, dtype, n_shots=3, n_src=2, n_rec=5, nt=29, accuracy=8,
+                             equation="lsrtm")  # fmt: skip
+    kw = MEMORY[memory]
+
+    def gradient(blocking, n_threads):
+        monkeypatch.setenv("SWEEP_TIME_BLOCKING", blocking)
+        out, pullback = sweep.vjp(sweep.lsrtm, **problem, impl="c", n_threads=n_threads, **kw)
+        rng = np.random.default_rng(3)
+        grads = pullback(rng.standard_normal(out.receivers.shape).astype(out.receivers.dtype))
+        return [out.receivers, grads["vp"], grads["mp"], grads["source_amplitudes"]]
+
+    reference = gradient("1,1,1", 1)
+    assert np.abs(reference[1]).max() > 0 and np.abs(reference[2]).max() > 0
+    for blocking, n_threads in (("2,1,5", 1), ("4,3,7", 3), ("80,1,9", 2)):
+        out = gradient(blocking, n_threads)
+        for a, b in zip(reference, out, strict=True):
+            assert np.array_equal(a, b), (blocking, n_threads)
+
+
 def test_pipelined_gradient_is_bitwise_unblocked(monkeypatch):
     """3D, one shot, threads at most the y tiles: the pipelined tasks store
     (forward) and correlate (adjoint)."""
