@@ -480,6 +480,26 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
                                gb_all ? gb_all + (off) : NULL, z, y);                           \
     snap = NULL;                                                                                \
   } while (0)
+/* The storing forward and the adjoint may be blocked in time too
+ * (cpu_blocking.h): each row's record goes into the store right after the
+ * row (vrz_store_row), and the adjoint's rows compute their gradients from
+ * mu^{t+1} and Z^{t+1}, which no row of step t writes, so they run in the
+ * forward's wavefront.  The blocked adjoint's state of one shot after an odd
+ * (1) or even (0) number of steps, under the names of the hooks above. */
+#define SWEEP_EQ_BLOCK_STORE 1
+#define SWEEP_EQ_BLOCK_ADJOINT 1
+#define SWEEP_EQ_ADJ_BLOCK_STATE(f, odd, off)                                                \
+  SWEEP_EQ_MODEL(f);                                                                         \
+  SWEEP_R *mu = (SWEEP_R *)((odd) ? (f)->u_prev : (f)->u) + (off);                           \
+  SWEEP_R *mu_prev = (SWEEP_R *)((odd) ? (f)->u : (f)->u_prev) + (off);                      \
+  SWEEP_R *P[3], *Pn[3], *Z[3], *Zn[3];                                                      \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi_new : (f)->psi, off, P);                              \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi : (f)->psi_new, off, Pn);                             \
+  SWEEP_FN(shot_axes)((odd) ? (f)->zeta_new : (f)->zeta, off, Z);                            \
+  SWEEP_FN(shot_axes)((odd) ? (f)->zeta : (f)->zeta_new, off, Zn);                           \
+  SWEEP_R *gk_all = (f)->grad_kappa_dt2 ? (SWEEP_R *)(f)->grad_kappa_dt2 + (off) : NULL;     \
+  SWEEP_R *gb_all = (f)->grad_buoyancy ? (SWEEP_R *)(f)->grad_buoyancy + (off) : NULL;       \
+  const SWEEP_R *snap = NULL
 /* Residuals of u^t, times K, go into mu^t (in mu_prev); the source terms
  * read mu^{t+1}. */
 #define SWEEP_EQ_ADJ_RESIDUAL(i, j, r) (mu_prev[i] += kappa_dt2[j] * (r))

@@ -145,22 +145,31 @@ def test_blocked_gradient_is_bitwise_unblocked(ndim, order, dtype, memory, monke
                 assert np.array_equal(a, b), (blocking, n_threads)
 
 
+# Equations with two models: the models' names.
+TWO_MODELS = {"lsrtm": ("vp", "mp"), "vrz": ("vp", "z")}
+
+
+@pytest.mark.parametrize("equation", TWO_MODELS)
 @pytest.mark.parametrize("ndim", (2, 3))
 @pytest.mark.parametrize("dtype", (np.float32, np.float64))
 @pytest.mark.parametrize("memory", ("full", "sampled", "chunks"))
-def test_blocked_born_gradient_is_bitwise_unblocked(ndim, dtype, memory, monkeypatch):
-    """LSRTM: both snapshot values stored from inside the blocked wavefront,
-    both adjoint fields and both model gradients correlated inside its own."""
+def test_blocked_two_model_gradient_is_bitwise_unblocked(equation, ndim, dtype, memory,
+                                                         monkeypatch):  # fmt: skip
+    """LSRTM (two snapshot values, two adjoint fields) and VRZ (its compact
+    record, gradients read from neighbour rows): snapshots stored from inside
+    the blocked wavefront, both model gradients correlated inside its own."""
     problem = random_problem(ndim, dtype, n_shots=3, n_src=2, n_rec=5, nt=29, accuracy=8,
-                             equation="lsrtm")  # fmt: skip
+                             equation=equation)  # fmt: skip
     kw = MEMORY[memory]
+    m0, m1 = TWO_MODELS[equation]
 
     def gradient(blocking, n_threads):
         monkeypatch.setenv("SWEEP_TIME_BLOCKING", blocking)
-        out, pullback = sweep.vjp(sweep.lsrtm, **problem, impl="c", n_threads=n_threads, **kw)
+        out, pullback = sweep.vjp(getattr(sweep, equation), **problem, impl="c",
+                                  n_threads=n_threads, **kw)  # fmt: skip
         rng = np.random.default_rng(3)
         grads = pullback(rng.standard_normal(out.receivers.shape).astype(out.receivers.dtype))
-        return [out.receivers, grads["vp"], grads["mp"], grads["source_amplitudes"]]
+        return [out.receivers, grads[m0], grads[m1], grads["source_amplitudes"]]
 
     reference = gradient("1,1,1", 1)
     assert np.abs(reference[1]).max() > 0 and np.abs(reference[2]).max() > 0
