@@ -35,9 +35,9 @@ __device__ __forceinline__ void el_cuda_fwd(const STAG_CTX *e, sweep_int i, cons
 __device__ __forceinline__ void el_cuda_adj(const STAG_CTX *e, sweep_int i, const sweep_int *c,
                                             int mask, int phase, const R *st, sweep_int vs) {
   if (phase)
-    SWEEP_FN(el_adj_a)(e, i, c[0], c[1], c[2], mask, H);
+    SWEEP_FN(el_adj_a)(e, i, c[0], c[1], c[2], mask, H, 0);
   else
-    SWEEP_FN(el_adj_b)(e, i, c[0], c[1], c[2], mask, H, st, vs);
+    SWEEP_FN(el_adj_b)(e, i, c[0], c[1], c[2], mask, H, st, vs, 0);
 }
 
 /* Set 1 (the stresses, imaged after phase S): el_mirrored along model axis d - first. */

@@ -288,12 +288,29 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_gbar_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int 
   return g;
 }
 
+/* The products the adjoint's taps read at cell p: gbar of v_j along b
+ * (phase A) and b_a v_a (phase B), computed here or, with pre (a
+ * compile-time constant; the 2D CPU adjoint, elastic_cpu_impl.h), read from
+ * the rows the caller precomputed them into (e->gb: gbar of normal stress j
+ * at gb[j], of shear pair (j, b) at gb[ND + pair]; b_a v_a at gb[a]): the
+ * same expressions either way, so the same bits. */
+SWEEP_HD SWEEP_R SWEEP_FN(el_gbar_at)(const SWEEP_FN(elastic_ctx) * e, sweep_int p, int j, int b,
+                                      const int pre) {
+  return pre ? e->gb[j == b ? j : EL_ND + EL_PAIR(j, b)][p] : SWEEP_FN(el_gbar_v)(e, p, j, b);
+}
+
+SWEEP_HD SWEEP_R SWEEP_FN(el_bv_at)(const SWEEP_FN(elastic_ctx) * e, sweep_int p, int a,
+                                    const int pre) {
+  return pre ? e->gb[a][p] : e->c[EL_CB(a)][p] * e->f[a][p];
+}
+
 /* Tap t of adjoint phase A's sum for v_j along axis b (kernel axis d) at
  * velocity cell q: sum plus the two stress cells whose difference read v_j
  * (+ at q - k - o, - at q + k - 1 - o). */
 SWEEP_HD SWEEP_R SWEEP_FN(el_adj_a_tap)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
                                         sweep_int cz, sweep_int cy, sweep_int cx, int j, int b,
-                                        const int cpml, const int nh, int t, SWEEP_R sum) {
+                                        const int cpml, const int nh, int t, SWEEP_R sum,
+                                        const int pre) {
   const int d = EL_A0 + b, fw = j != b;
   const sweep_int o = fw ? 0 : -1, s = e->st[d], nw = e->n[d];
   const SWEEP_R *w = e->wv[d][fw] + EL_C(d);
@@ -301,8 +318,8 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_adj_a_tap)(const SWEEP_FN(elastic_ctx) * e, sweep_i
   const SWEEP_R *P = e->m[j][d];
   const int k = STAG_TAP(nh, e->nh, t);
   const sweep_int o1 = -k - o, o2 = k - 1 - o;
-  SWEEP_R d1 = SWEEP_FN(el_gbar_v)(e, q + o1 * s, j, b);
-  SWEEP_R d2 = SWEEP_FN(el_gbar_v)(e, q + o2 * s, j, b);
+  SWEEP_R d1 = SWEEP_FN(el_gbar_at)(e, q + o1 * s, j, b, pre);
+  SWEEP_R d2 = SWEEP_FN(el_gbar_at)(e, q + o2 * s, j, b, pre);
   if (cpml) {
     const SWEEP_R a1 = A[EL_C(d) + o1], a2 = A[EL_C(d) + o2];
     d1 = SWEEP_FMA(a1, d1 + P[q + o1 * s], d1);
@@ -315,7 +332,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_adj_a_tap)(const SWEEP_FN(elastic_ctx) * e, sweep_i
 /* Adjoint phase A (of S) at velocity cell q. */
 SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
                                  sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
-                                 const int nh) {
+                                 const int nh, const int pre) {
   SWEEP_UNROLL
   for (int j = 0; j < EL_ND; ++j) {
     /* The lagged P of the stress derivatives that v_j's update read. */
@@ -339,10 +356,10 @@ SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
         SWEEP_UNROLL
         for (int t = 1; t <= STAG_MAX_H; ++t)
           if (t <= STAG_TAPS(nh, e->nh))
-            sum = SWEEP_FN(el_adj_a_tap)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
+            sum = SWEEP_FN(el_adj_a_tap)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum, pre);
       } else {
         for (int t = 1; t <= e->nh; ++t)
-          sum = SWEEP_FN(el_adj_a_tap)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
+          sum = SWEEP_FN(el_adj_a_tap)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum, pre);
       }
       acc = SWEEP_FMA(sum, e->rdx[d], acc);
     }
@@ -352,8 +369,9 @@ SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
 
 /* dbar of the derivative of stress F along b read by v_a at cell p. */
 SWEEP_HD SWEEP_R SWEEP_FN(el_dbar_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int p, int a, int F,
-                                     int d, const SWEEP_R *A, sweep_int cd, int cpml) {
-  const SWEEP_R gv = e->c[EL_CB(a)][p] * e->f[a][p];
+                                     int d, const SWEEP_R *A, sweep_int cd, int cpml,
+                                     const int pre) {
+  const SWEEP_R gv = SWEEP_FN(el_bv_at)(e, p, a, pre);
   return cpml ? SWEEP_FMA(A[cd], gv + e->m[F][d][p], gv) : gv;
 }
 
@@ -361,7 +379,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_dbar_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int 
  * the step at this cell, value v at st[v * vs]. */
 SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
                                  sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
-                                 const int nh, const SWEEP_R *st, sweep_int vs) {
+                                 const int nh, const SWEEP_R *st, sweep_int vs, const int pre) {
   if (st) {
     /* Constant loop bounds (b from 0, a < b tested), which GCC unrolls
      * before it vectorises the cell loop; b from a + 1 it did not. */
@@ -405,8 +423,10 @@ SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
       for (int t = 1; t <= STAG_TAPS(nh, e->nh); ++t) {
         const int k = STAG_TAP(nh, e->nh, t);
         const sweep_int o1 = -k - o, o2 = k - 1 - o;
-        const SWEEP_R d1 = SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, EL_C(d) + o1, cpml);
-        const SWEEP_R d2 = SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, EL_C(d) + o2, cpml);
+        const SWEEP_R d1 =
+            SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, EL_C(d) + o1, cpml, pre);
+        const SWEEP_R d2 =
+            SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, EL_C(d) + o2, cpml, pre);
         sum = SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, e->ws[k - 1]), d1 - d2, sum);
       }
       e->f[F][q] = SWEEP_FMA(sum, e->rdx[d], e->f[F][q]);
@@ -433,8 +453,10 @@ SWEEP_HD void SWEEP_FN(el_adj_b_halo)(const SWEEP_FN(elastic_ctx) * e, sweep_int
         const sweep_int o1 = -k - o, o2 = k - 1 - o;
         const int in1 = EL_C(d) + o1 >= 0 && EL_C(d) + o1 < e->n[d];
         const int in2 = EL_C(d) + o2 >= 0 && EL_C(d) + o2 < e->n[d];
-        const SWEEP_R d1 = in1 ? SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, EL_C(d) + o1, 1) : 0;
-        const SWEEP_R d2 = in2 ? SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, EL_C(d) + o2, 1) : 0;
+        const SWEEP_R d1 =
+            in1 ? SWEEP_FN(el_dbar_s)(e, q + o1 * s, a, F, d, A, EL_C(d) + o1, 1, 0) : 0;
+        const SWEEP_R d2 =
+            in2 ? SWEEP_FN(el_dbar_s)(e, q + o2 * s, a, F, d, A, EL_C(d) + o2, 1, 0) : 0;
         sum = SWEEP_FMA(e->ws[k - 1], d1 - d2, sum);
       }
       e->f[F][q] = SWEEP_FMA(sum, e->rdx[d], e->f[F][q]);

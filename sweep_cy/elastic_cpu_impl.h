@@ -128,124 +128,6 @@ static inline void SWEEP_FN(el_win_rows)(const sweep_acoustic_params *p, SWEEP_F
   for (int a = 0; a < n; ++a) e->gb[a] = w->buf + a * step - w->lo * rs;
 }
 
-/* el_adj_a_tap (elastic_stencil.h) with gbar read from the window. */
-SWEEP_HD SWEEP_R SWEEP_FN(el_adj_a_tap_pre)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
-                                            sweep_int cz, sweep_int cy, sweep_int cx, int j,
-                                            int b, const int cpml, const int nh, int t,
-                                            SWEEP_R sum) {
-  const int d = EL_A0 + b, fw = j != b;
-  const sweep_int o = fw ? 0 : -1, s = e->st[d], nw = e->n[d];
-  const SWEEP_R *w = e->wv[d][fw] + EL_C(d);
-  const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
-  const SWEEP_R *P = e->m[j][d];
-  const SWEEP_R *G = e->gb[j == b ? j : EL_ND + EL_PAIR(j, b)];
-  const int k = STAG_TAP(nh, e->nh, t);
-  const sweep_int o1 = -k - o, o2 = k - 1 - o;
-  SWEEP_R d1 = G[q + o1 * s];
-  SWEEP_R d2 = G[q + o2 * s];
-  if (cpml) {
-    const SWEEP_R a1 = A[EL_C(d) + o1], a2 = A[EL_C(d) + o2];
-    d1 = SWEEP_FMA(a1, d1 + P[q + o1 * s], d1);
-    d2 = SWEEP_FMA(a2, d2 + P[q + o2 * s], d2);
-  }
-  sum = SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, w[(k - 1) * nw + o1]), d1, sum);
-  return SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, -w[(k - 1) * nw + o2]), d2, sum);
-}
-
-/* el_adj_a with gbar from the window. */
-SWEEP_HD void SWEEP_FN(el_adj_a_pre)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
-                                     sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
-                                     const int nh) {
-  SWEEP_UNROLL
-  for (int j = 0; j < EL_ND; ++j) {
-    const SWEEP_R gv = e->c[EL_CB(j)][q] * e->f[j][q];
-    SWEEP_UNROLL
-    for (int b = 0; b < EL_ND; ++b) {
-      const int d = EL_A0 + b, fw = j == b;
-      if (mask & (1 << d)) {
-        SWEEP_R *m = e->m[EL_S(j, b)][d] + q;
-        *m = (fw ? e->pbh[d] : e->pb[d])[EL_C(d)] * (*m + gv);
-      }
-    }
-    SWEEP_R acc = 0;
-    SWEEP_UNROLL
-    for (int b = 0; b < EL_ND; ++b) {
-      const int d = EL_A0 + b, cpml = mask & (1 << d);
-      SWEEP_R sum = 0;
-      if (nh >= 0) {
-        SWEEP_UNROLL
-        for (int t = 1; t <= STAG_MAX_H; ++t)
-          if (t <= STAG_TAPS(nh, e->nh))
-            sum = SWEEP_FN(el_adj_a_tap_pre)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
-      } else {
-        for (int t = 1; t <= e->nh; ++t)
-          sum = SWEEP_FN(el_adj_a_tap_pre)(e, q, cz, cy, cx, j, b, cpml, nh, t, sum);
-      }
-      acc = SWEEP_FMA(sum, e->rdx[d], acc);
-    }
-    e->f[j][q] += acc;
-  }
-}
-
-/* el_adj_b with b_a v_a from the window. */
-SWEEP_HD void SWEEP_FN(el_adj_b_pre)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
-                                     sweep_int cz, sweep_int cy, sweep_int cx, const int mask,
-                                     const int nh, const SWEEP_R *st, sweep_int vs) {
-  if (st) {
-    SWEEP_UNROLL
-    for (int a = 0; a < EL_ND; ++a) {
-      e->g[EL_CB(a)][q] = SWEEP_FMA(e->f[a][q], st[a * vs], e->g[EL_CB(a)][q]);
-      SWEEP_UNROLL
-      for (int j = 0; j < EL_ND; ++j)
-        e->g[EL_CC(a, j)][q] =
-            SWEEP_FMA(e->f[EL_ND + a][q], st[(EL_ND + j) * vs], e->g[EL_CC(a, j)][q]);
-      SWEEP_UNROLL
-      for (int b = 0; b < EL_ND; ++b)
-        if (a < b)
-          e->g[EL_CMU(a, b)][q] = SWEEP_FMA(e->f[EL_S(a, b)][q],
-                                            st[(2 * EL_ND + EL_PAIR(a, b)) * vs],
-                                            e->g[EL_CMU(a, b)][q]);
-    }
-  }
-  SWEEP_UNROLL
-  for (int j = 0; j < EL_ND; ++j) {
-    SWEEP_UNROLL
-    for (int b = 0; b < EL_ND; ++b) {
-      const int d = EL_A0 + b, fw = j != b;
-      if (mask & (1 << d)) {
-        SWEEP_R *m = e->m[j][d] + q;
-        *m = (fw ? e->pbh[d] : e->pb[d])[EL_C(d)] * (*m + SWEEP_FN(el_gbar_v)(e, q, j, b));
-      }
-    }
-  }
-  SWEEP_UNROLL
-  for (int a = 0; a < EL_ND; ++a) {
-    const SWEEP_R *V = e->gb[a];
-    SWEEP_UNROLL
-    for (int b = 0; b < EL_ND; ++b) {
-      const int d = EL_A0 + b, F = EL_S(a, b), fw = a == b;
-      const sweep_int o = fw ? 0 : -1, s = e->st[d];
-      const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
-      const SWEEP_R *M = e->m[F][d];
-      const int cpml = mask & (1 << d);
-      SWEEP_R sum = 0;
-      for (int t = 1; t <= STAG_TAPS(nh, e->nh); ++t) {
-        const int k = STAG_TAP(nh, e->nh, t);
-        const sweep_int o1 = -k - o, o2 = k - 1 - o, p1 = q + o1 * s, p2 = q + o2 * s;
-        const SWEEP_R g1 = V[p1], g2 = V[p2];
-        const SWEEP_R d1 = cpml ? SWEEP_FMA(A[EL_C(d) + o1], g1 + M[p1], g1) : g1;
-        const SWEEP_R d2 = cpml ? SWEEP_FMA(A[EL_C(d) + o2], g2 + M[p2], g2) : g2;
-        sum = SWEEP_FMA(STAG_TAP_W(nh, e->nh, t, e->ws[k - 1]), d1 - d2, sum);
-      }
-      e->f[F][q] = SWEEP_FMA(sum, e->rdx[d], e->f[F][q]);
-    }
-  }
-}
-#define EL_ADJ_A el_adj_a_pre
-#define EL_ADJ_B el_adj_b_pre
-#else
-#define EL_ADJ_A el_adj_a
-#define EL_ADJ_B el_adj_b
 #endif
 
 /* ---- Rows: cells [x0, x1) of row base = (z, y), one function per mask ---- */
@@ -294,7 +176,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_cells)(EL_RO
   (void)wrow, (void)st, (void)vs;
   EL_SIMD
   for (sweep_int x = x0; x < x1; ++x) {
-    SWEEP_FN(EL_ADJ_A)(e, base + x, z, y, x, mask, nh);
+    SWEEP_FN(el_adj_a)(e, base + x, z, y, x, mask, nh, EL_PRE);
   }
 }
 
@@ -306,12 +188,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
   if (st) {
     EL_SIMD
     for (sweep_int x = x0; x < x1; ++x) {
-      SWEEP_FN(EL_ADJ_B)(e, base + x, z, y, x, mask, nh, st + x, vs);
+      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, st + x, vs, EL_PRE);
     }
   } else {
     EL_SIMD
     for (sweep_int x = x0; x < x1; ++x) {
-      SWEEP_FN(EL_ADJ_B)(e, base + x, z, y, x, mask, nh, NULL, vs);
+      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, NULL, vs, EL_PRE);
     }
   }
 }
