@@ -40,6 +40,18 @@
   SWEEP_FN(shot_axes)((odd) ? (f)->psi : (f)->psi_new, off, psi_new);        \
   SWEEP_FN(shot_axes)((f)->zeta, off, zeta)
 
+/* The blocked adjoint (cpu_blocking.h): mu, mu_prev and the P, Pn, Z, Zn
+ * of every axis of one shot (offset by off) after an odd (1) or even (0)
+ * number of steps, under the names SWEEP_WAVE_ADJ_SHOT gives them. */
+#define SWEEP_WAVE_ADJ_BLOCK_STATE(f, odd, off)                                 \
+  SWEEP_R *mu = (SWEEP_R *)((odd) ? (f)->u_prev : (f)->u) + (off);              \
+  SWEEP_R *mu_prev = (SWEEP_R *)((odd) ? (f)->u : (f)->u_prev) + (off);         \
+  SWEEP_R *P[3], *Pn[3], *Z[3], *Zn[3];                                         \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi_new : (f)->psi, off, P);                 \
+  SWEEP_FN(shot_axes)((odd) ? (f)->psi : (f)->psi_new, off, Pn);                \
+  SWEEP_FN(shot_axes)((odd) ? (f)->zeta_new : (f)->zeta, off, Z);               \
+  SWEEP_FN(shot_axes)((odd) ? (f)->zeta : (f)->zeta_new, off, Zn)
+
 /* Adjoint: the P and Z pairs of every axis, all shots (after the plug-in's
  * mu, mu_prev). */
 #define SWEEP_WAVE_ADJ_AXES(f)                                                        \

@@ -490,13 +490,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_shift_shots)(
 #define SWEEP_EQ_BLOCK_ADJOINT 1
 #define SWEEP_EQ_ADJ_BLOCK_STATE(f, odd, off)                                                \
   SWEEP_EQ_MODEL(f);                                                                         \
-  SWEEP_R *mu = (SWEEP_R *)((odd) ? (f)->u_prev : (f)->u) + (off);                           \
-  SWEEP_R *mu_prev = (SWEEP_R *)((odd) ? (f)->u : (f)->u_prev) + (off);                      \
-  SWEEP_R *P[3], *Pn[3], *Z[3], *Zn[3];                                                      \
-  SWEEP_FN(shot_axes)((odd) ? (f)->psi_new : (f)->psi, off, P);                              \
-  SWEEP_FN(shot_axes)((odd) ? (f)->psi : (f)->psi_new, off, Pn);                             \
-  SWEEP_FN(shot_axes)((odd) ? (f)->zeta_new : (f)->zeta, off, Z);                            \
-  SWEEP_FN(shot_axes)((odd) ? (f)->zeta : (f)->zeta_new, off, Zn);                           \
+  SWEEP_WAVE_ADJ_BLOCK_STATE(f, odd, off);                                                   \
   SWEEP_R *gk_all = (f)->grad_kappa_dt2 ? (SWEEP_R *)(f)->grad_kappa_dt2 + (off) : NULL;     \
   SWEEP_R *gb_all = (f)->grad_buoyancy ? (SWEEP_R *)(f)->grad_buoyancy + (off) : NULL;       \
   const SWEEP_R *snap = NULL
