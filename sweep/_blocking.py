@@ -1,9 +1,10 @@
 """Temporal blocking of the CPU forward kernel: the default and its run-time tuning.
 
 Forward steps advance several steps at a time in one sweep along the
-outermost axis (``forward_blocked`` in ``sweep_cy/cpu_blocking.h``); the
-acoustic storing forward of a gradient too (its snapshots written from inside
-the wavefront), with the untuned choice (it runs no trials of its own).
+outermost axis (``forward_blocked`` in ``sweep_cy/cpu_blocking.h``); so do a
+gradient's storing forward and adjoint (acoustic, VRZ, LSRTM: snapshots written
+and correlated inside the wavefront), with the untuned choice (they run no
+trials of their own).
 Blocking reorders the cell updates and never their arithmetic, so every
 choice gives bitwise the same result; only the speed differs, and which
 choice is fastest depends on the CPU's caches more than on the problem:

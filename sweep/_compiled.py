@@ -261,7 +261,7 @@ class CompiledStepper:
     band_values = 1  # state values per band cell of boundary saving (SWEEP_EQ_BAND_VALUES)
     replay_sources = False  # whether the CPML replay injects the sources (replay_steps)
     waves = 1  # wavefields stepped together (FwdState / AdjState each)
-    time_blocking = False  # forward calls may be blocked in time (acoustic: gradients too)
+    time_blocking = False  # calls may be blocked in time (gradients: SWEEP_EQ_BLOCK_* in C)
     # CuPy arrays: forward calls replay CUDA graphs (sweep._cuda_graph), set by the
     # propagators that offer it (experimental_cuda_graph=True).
     cuda_graph = False
