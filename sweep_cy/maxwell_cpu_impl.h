@@ -115,7 +115,23 @@ MX_FN_(0, 0, 1) MX_FN_(0, 0, 3) MX_FN_(1, 0, 1) MX_FN_(1, 0, 3)
     SWEEP_FN(mx_k##kind##_m0_3) args;        \
   } else
 #else
-#define MX_FWD_LITERAL_(kind, args)
+/* 3D forward: the C-PML functions of orders 2 and 4 take their taps as
+ * literals too (nh 1, 2), and order 2's plain rows: the functions of
+ * STAG_MAX_H taps ran order 4's C-PML rows with twice its taps and order 2's
+ * every row with four times (zero-weight taps, the same values).  mx3d-o4:
+ * the x-segment functions ran at 2 (mask 4) to 3.1 (mask 7) times a plain
+ * cell's cost. */
+#define MX_FWD_CPML_(kind) \
+  MX_FN_(kind, 0, 1) MX_FN_(kind, 1, 1) MX_FN_(kind, 2, 1) MX_FN_(kind, 3, 1) MX_FN_(kind, 4, 1) \
+  MX_FN_(kind, 7, 1) MX_FN_(kind, 1, 2) MX_FN_(kind, 2, 2) MX_FN_(kind, 3, 2) MX_FN_(kind, 4, 2) \
+  MX_FN_(kind, 7, 2)
+MX_FWD_CPML_(0)
+MX_FWD_CPML_(1)
+#undef MX_FWD_CPML_
+#define MX_FWD_LITERAL_(kind, args)   \
+  if (e->nh == 1) {                   \
+    SWEEP_FN(mx_k##kind##_m0_1) args; \
+  } else
 #endif
 /* The plain rows' literal orders besides 4 (nh 2), by kind. */
 #define MX_LITERAL_0(args) MX_FWD_LITERAL_(0, args)
@@ -146,11 +162,25 @@ MX_FN_(0, 0, 1) MX_FN_(0, 0, 3) MX_FN_(1, 0, 1) MX_FN_(1, 0, 3)
   default: SWEEP_FN(mx_k##kind##_m6_0) args; break;
 #else
 #define MX_CASES_(kind, args)                                             \
-  case 1: SWEEP_FN(mx_k##kind##_m1_0) args; break;                        \
-  case 2: SWEEP_FN(mx_k##kind##_m2_0) args; break;                        \
-  case 3: SWEEP_FN(mx_k##kind##_m3_0) args; break;                        \
-  case 4: SWEEP_FN(mx_k##kind##_m4_0) args; break;                        \
-  default: SWEEP_FN(mx_k##kind##_m7_0) args; break;
+  case 1: MX_CPML_##kind(1, args); break;                                 \
+  case 2: MX_CPML_##kind(2, args); break;                                 \
+  case 3: MX_CPML_##kind(3, args); break;                                 \
+  case 4: MX_CPML_##kind(4, args); break;                                 \
+  default: MX_CPML_##kind(7, args); break;
+/* The C-PML function of mask m: the forward's of a literal order 2 or 4. */
+#define MX_CPML_FWD_(kind, m, args)       \
+  do {                                    \
+    if (e->nh == 2)                       \
+      SWEEP_FN(mx_k##kind##_m##m##_2) args; \
+    else if (e->nh == 1)                  \
+      SWEEP_FN(mx_k##kind##_m##m##_1) args; \
+    else                                  \
+      SWEEP_FN(mx_k##kind##_m##m##_0) args; \
+  } while (0)
+#define MX_CPML_0(m, args) MX_CPML_FWD_(0, m, args)
+#define MX_CPML_1(m, args) MX_CPML_FWD_(1, m, args)
+#define MX_CPML_2(m, args) SWEEP_FN(mx_k2_m##m##_0) args
+#define MX_CPML_3(m, args) SWEEP_FN(mx_k3_m##m##_0) args
 #endif
 
 /* Row (z, y) of one shot in one row kind (see mx_cells).  Inlined: not
