@@ -74,7 +74,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_cells)(MX_ROW_PARA
 
 /* The rows of every kind, vectorised, one never-inlined function per kind
  * and mask (MX_FN_).  The C-PML rows take STAG_MAX_H taps of the run-time
- * order (nh 0).  Their masks: in 2D each its own (2, 4, 6); in 3D masks 1
+ * order (nh 0), but for the 3D forward's orders 2 and 4 (MX_FWD_CPML_).  Their masks: in 2D each its own (2, 4, 6); in 3D masks 1
  * to 4 (the z and y strips' full rows, the x strips' segments of the other
  * rows) each its own, and the x-strip segments of the z and y strips (5 to
  * 7: 31 % of the x-strip segments at 100^3, CPML 10) the function of mask
