@@ -87,6 +87,9 @@ typedef struct SWEEP_FN(maxwell_ctx) {
   const SWEEP_R *pa[3], *pb[3], *pah[3], *pbh[3];
   const SWEEP_R *ws; /* weights c_1 .. c_nh */
   sweep_int st[3], n[3];
+  /* Per kernel axis, [flo, fhi): the updated cells whose profiles are all
+   * zero (CPU only), where the forward's C-PML terms are exact no-ops. */
+  sweep_int flo[3], fhi[3];
   SWEEP_R rdx[3];
   int nh;
 } SWEEP_FN(maxwell_ctx);
@@ -114,6 +117,26 @@ SWEEP_HD void SWEEP_FN(mx_ctx)(const sweep_acoustic_params *p, const sweep_elast
   }
   e->ws = (const SWEEP_R *)f->ws;
   e->nh = (int)p->halo;
+#ifndef __CUDA_ARCH__
+  /* The forward's C-PML cells along each axis: those where a profile (a or
+   * b, nodes or half nodes) is nonzero, each face's CPML cells and, on a
+   * high face, the half node just before them.  Outside them psi = b psi +
+   * a D stays an exact zero and D + psi is D; plain_lo / plain_hi hold a
+   * halo more on each side, which the adjoint needs (its stencils read P
+   * there), the forward not (as el_ctx). */
+  for (int d = 0; d < 3; ++d) {
+    sweep_int lo = p->halo, hi = p->shape[d] - p->halo;
+#define MX_LIVE_(i) \
+  (e->pa[d][i] != 0 || e->pb[d][i] != 0 || e->pah[d][i] != 0 || e->pbh[d][i] != 0)
+    if (d >= MX_A0) {
+      while (lo < hi && MX_LIVE_(lo)) ++lo;
+      while (hi > lo && MX_LIVE_(hi - 1)) --hi;
+    }
+#undef MX_LIVE_
+    e->flo[d] = d >= MX_A0 ? lo : 0;
+    e->fhi[d] = d >= MX_A0 ? hi : 1;
+  }
+#endif
 }
 
 /* The same pointers offset to the shot at element offset off. */

@@ -74,7 +74,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_cells)(MX_ROW_PARA
 
 /* The rows of every kind, vectorised, one never-inlined function per kind
  * and mask (MX_FN_).  The C-PML rows take STAG_MAX_H taps of the run-time
- * order (nh 0).  Their masks: in 2D each its own (2, 4, 6); in 3D masks 1
+ * order (nh 0), but for the 3D forward's orders 2 and 4 (MX_FWD_CPML_).  Their masks: in 2D each its own (2, 4, 6); in 3D masks 1
  * to 4 (the z and y strips' full rows, the x strips' segments of the other
  * rows) each its own, and the x-strip segments of the z and y strips (5 to
  * 7: 31 % of the x-strip segments at 100^3, CPML 10) the function of mask
@@ -115,7 +115,23 @@ MX_FN_(0, 0, 1) MX_FN_(0, 0, 3) MX_FN_(1, 0, 1) MX_FN_(1, 0, 3)
     SWEEP_FN(mx_k##kind##_m0_3) args;        \
   } else
 #else
-#define MX_FWD_LITERAL_(kind, args)
+/* 3D forward: the C-PML functions of orders 2 and 4 take their taps as
+ * literals too (nh 1, 2), and order 2's plain rows: the functions of
+ * STAG_MAX_H taps ran order 4's C-PML rows with twice its taps and order 2's
+ * every row with four times (zero-weight taps, the same values).  mx3d-o4:
+ * the x-segment functions ran at 2 (mask 4) to 3.1 (mask 7) times a plain
+ * cell's cost. */
+#define MX_FWD_CPML_(kind) \
+  MX_FN_(kind, 0, 1) MX_FN_(kind, 1, 1) MX_FN_(kind, 2, 1) MX_FN_(kind, 3, 1) MX_FN_(kind, 4, 1) \
+  MX_FN_(kind, 7, 1) MX_FN_(kind, 1, 2) MX_FN_(kind, 2, 2) MX_FN_(kind, 3, 2) MX_FN_(kind, 4, 2) \
+  MX_FN_(kind, 7, 2)
+MX_FWD_CPML_(0)
+MX_FWD_CPML_(1)
+#undef MX_FWD_CPML_
+#define MX_FWD_LITERAL_(kind, args)   \
+  if (e->nh == 1) {                   \
+    SWEEP_FN(mx_k##kind##_m0_1) args; \
+  } else
 #endif
 /* The plain rows' literal orders besides 4 (nh 2), by kind. */
 #define MX_LITERAL_0(args) MX_FWD_LITERAL_(0, args)
@@ -146,11 +162,25 @@ MX_FN_(0, 0, 1) MX_FN_(0, 0, 3) MX_FN_(1, 0, 1) MX_FN_(1, 0, 3)
   default: SWEEP_FN(mx_k##kind##_m6_0) args; break;
 #else
 #define MX_CASES_(kind, args)                                             \
-  case 1: SWEEP_FN(mx_k##kind##_m1_0) args; break;                        \
-  case 2: SWEEP_FN(mx_k##kind##_m2_0) args; break;                        \
-  case 3: SWEEP_FN(mx_k##kind##_m3_0) args; break;                        \
-  case 4: SWEEP_FN(mx_k##kind##_m4_0) args; break;                        \
-  default: SWEEP_FN(mx_k##kind##_m7_0) args; break;
+  case 1: MX_CPML_##kind(1, args); break;                                 \
+  case 2: MX_CPML_##kind(2, args); break;                                 \
+  case 3: MX_CPML_##kind(3, args); break;                                 \
+  case 4: MX_CPML_##kind(4, args); break;                                 \
+  default: MX_CPML_##kind(7, args); break;
+/* The C-PML function of mask m: the forward's of a literal order 2 or 4. */
+#define MX_CPML_FWD_(kind, m, args)       \
+  do {                                    \
+    if (e->nh == 2)                       \
+      SWEEP_FN(mx_k##kind##_m##m##_2) args; \
+    else if (e->nh == 1)                  \
+      SWEEP_FN(mx_k##kind##_m##m##_1) args; \
+    else                                  \
+      SWEEP_FN(mx_k##kind##_m##m##_0) args; \
+  } while (0)
+#define MX_CPML_0(m, args) MX_CPML_FWD_(0, m, args)
+#define MX_CPML_1(m, args) MX_CPML_FWD_(1, m, args)
+#define MX_CPML_2(m, args) SWEEP_FN(mx_k2_m##m##_0) args
+#define MX_CPML_3(m, args) SWEEP_FN(mx_k3_m##m##_0) args
 #endif
 
 /* Row (z, y) of one shot in one row kind (see mx_cells).  Inlined: not
@@ -161,16 +191,23 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
   const sweep_int h = p->halo, x_end = p->shape[2] - h;
   const sweep_int base = z * p->stride[0] + y * p->stride[1];
   const SWEEP_R *sx = st ? st - p->store_lo[2] : NULL;
-  const int outer = SWEEP_FN(row_mask)(p, z, y);
+  /* The forward's kinds (0, 1) run the C-PML terms on the cells of nonzero
+   * profiles only (mx_ctx's flo, fhi: a halo less per face than plain_lo,
+   * plain_hi, which the adjoint keeps).  Bitwise the same (psi stays an
+   * exact zero there). */
+  const int fwd = kind < 2;
+  const sweep_int *plo = fwd ? e->flo : p->plain_lo, *phi = fwd ? e->fhi : p->plain_hi;
+  const int oz = SWEEP_NDIM == 3 && (z < plo[0] || z >= phi[0]), oy = y < plo[1] || y >= phi[1];
+  const int outer = oz | (oy << 1);
   /* The x-CPML segments rounded up to whole vectors (of MX_VL cells): their
    * scalar remainders, with all their pointers, cost as much as the vectors
    * (TM2D order 4: the x strips took 30 % of the forward's samples for 8 %
    * of its cells).  The cells they take from the plain middle get the
    * C-PML form with zero profiles: the same values. */
-  sweep_int x_lo = p->plain_lo[2], x_hi = p->plain_hi[2];
+  sweep_int x_lo = plo[2], x_hi = phi[2];
   if (x_lo > h) x_lo = h + (x_lo - h + MX_VL - 1) / MX_VL * MX_VL;
   if (x_hi < x_end) x_hi = x_end - (x_end - x_hi + MX_VL - 1) / MX_VL * MX_VL;
-  if (x_lo > x_hi) x_lo = p->plain_lo[2], x_hi = p->plain_hi[2]; /* a narrow model */
+  if (x_lo > x_hi) x_lo = plo[2], x_hi = phi[2]; /* a narrow model */
 #define MX_ROW(x0, x1, m)                                            \
   if ((x0) < (x1)) {                                                 \
     if (kind == 0)                                                   \
@@ -186,6 +223,44 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
   MX_ROW(h, x_lo, (m) | 4);   \
   MX_ROW(x_lo, x_hi, m);      \
   MX_ROW(x_hi, x_end, (m) | 4)
+#if SWEEP_NDIM == 3
+  /* The forward's x memory variables of the next row's x-CPML segments,
+   * prefetched for writing: touched only there (a line or two per row and
+   * array, a row pitch apart), no hardware stream covered them, and their
+   * misses took most of the x segments' time (mx3d-o4, main: the x-segment
+   * functions 58 % of the samples, the plain middle 10 %). */
+  if (fwd && x_lo < x_hi) {
+    const sweep_int nb = base + p->stride[1];
+    for (int F = kind ? 0 : 3; F < (kind ? 3 : 6); ++F) {
+      const SWEEP_R *m = e->m[F][2];
+      if (!m) continue;
+      for (sweep_int x = h; x < x_lo; x += MX_VL) __builtin_prefetch(m + nb + x, 1, 3);
+      for (sweep_int x = x_hi; x < x_end; x += MX_VL) __builtin_prefetch(m + nb + x, 1, 3);
+      __builtin_prefetch(m + nb + x_lo - 1, 1, 3);
+      __builtin_prefetch(m + nb + x_end - 1, 1, 3);
+    }
+  }
+  /* A forward row in the strips of one of z, y only (all but the corner
+   * rows of a 3D outer region): its middle runs the function of its axis
+   * (mask 1, 2), but its x segments mask 7's, whose terms of the other axis
+   * read and write an exact zero (that axis's profiles are zero on the
+   * row).  Their memory variables go to a zeroed scratch row (in L1)
+   * instead of their full-grid arrays: the same functions and arithmetic,
+   * the memory traffic of two axes' C-PML terms, not three's (as el_row). */
+  if (fwd && outer && oz != oy) {
+    SWEEP_R buf[p->shape[2] + MX_VL] __attribute__((aligned(64)));
+    memset(buf, 0, sizeof(buf));
+    SWEEP_R *zero = buf + MX_VL - h % MX_VL - base; /* x = h on a vector */
+    SWEEP_FN(mx_ctx_t) own = *e;
+    for (int F = 0; F < 6; ++F)
+      if (own.m[F][oz]) own.m[F][oz] = zero;
+    {
+      const SWEEP_FN(mx_ctx_t) *const e = &own;
+      SWEEP_MASK_SWITCH(outer, MX_SEGMENTS)
+    }
+    return;
+  }
+#endif
   SWEEP_MASK_SWITCH(outer, MX_SEGMENTS)
 #undef MX_ROW
 #undef MX_SEGMENTS

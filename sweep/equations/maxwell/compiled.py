@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import _hostmem
 from ..._compiled import CompiledStepper, _Fields
 from ..._grid import Geometry
 from ..._stepper import ForwardState
@@ -83,6 +84,17 @@ class MaxwellState(ForwardState):
         self.psi = {
             (k, ax): engine.field(len(names) + i) for i, (_, k, ax) in enumerate(memory_slots(nd))
         }
+        if self.xp is np:
+            # Fresh host mappings are first touched by writes here (the
+            # kernels read each page first: _hostmem.claim_fresh), the memory
+            # variables on their axis's slabs only (as ElasticState).
+            for x in self.fields.values():
+                if _hostmem.claim_fresh(x):
+                    x[...] = 0
+            for (_, ax), x in self.psi.items():
+                if _hostmem.claim_fresh(x):
+                    for sl in engine.cpml_strips[ax]:
+                        x[sl] = 0
 
     def parts(self) -> list[Any]:
         """Return views of every array of the state (a checkpoint holds them all)."""
