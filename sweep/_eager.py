@@ -15,7 +15,6 @@ from dataclasses import field as dataclass_field
 from typing import Any, ClassVar
 
 import numpy as np
-from array_api_compat import is_torch_namespace
 
 from . import _fd
 from ._callbacks import Callbacks, CallbackState
@@ -97,13 +96,6 @@ class EagerBase:
         self.c1 = [float(c) for c in _fd.first_derivative(g.order)]
         self.c2 = [float(c) for c in _fd.second_derivative(g.order)]
         self.maps = [self._asarray(g.axis_map(d), xp.int64) for d in range(nd)]
-        # On torch tensors the stencil taps carry hand-written VJPs (their
-        # transposes, :mod:`sweep._torch_stencils`); the same values.
-        self.torch_taps = None
-        if is_torch_namespace(xp):
-            from . import _torch_stencils
-
-            self.torch_taps = _torch_stencils
         if not self.with_step:
             return
         self.live = self._asarray(g.live()[None])
@@ -160,16 +152,12 @@ class EagerBase:
         return _along(f, axis, h + k, f.shape[axis] - h + k)
 
     def _d2(self, f: Any, axis: int) -> Any:
-        if self.torch_taps:
-            return self.torch_taps.d2(f, axis, self.geom.halo, tuple(self.c2))
         out = self.c2[0] * self._tap(f, axis, 0)
         for k, c in enumerate(self.c2[1:], start=1):
             out = out + c * (self._tap(f, axis, k) + self._tap(f, axis, -k))
         return out
 
     def _d1(self, f: Any, axis: int) -> Any:
-        if self.torch_taps:
-            return self.torch_taps.d1(f, axis, self.geom.halo, tuple(self.c1))
         out = None
         for k, c in enumerate(self.c1, start=1):
             term = c * (self._tap(f, axis, k) - self._tap(f, axis, -k))

@@ -72,8 +72,6 @@ class EagerVRZ(EagerBase):
 
     def _weighted(self, f: Any, edges: list, axis: int) -> Any:
         """``L_d f`` of ``f`` and the edge weights, which carry a halo along ``axis``."""
-        if self.torch_taps:
-            return self.torch_taps.weighted(f, edges, axis, self.geom.halo)
         f0 = self._tap(f, axis, 0)
         out = None
         for k, e in enumerate(edges, start=1):
