@@ -46,14 +46,9 @@ typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
  * contraction: ISO C), so bitwise the same results. */
 #define EL_PRE 1
 #define EL_PRE_N (EL_ND + EL_NP) /* products per cell: phase A's; phase B's EL_ND */
-/* Lines of the window beyond the two reaches it keeps when it slides. */
-#if SWEEP_NDIM == 3
-#ifndef EL_WIN_LINES
+/* Lines of the window beyond the two reaches it keeps when it slides (3D
+ * o8 adjoint: 2h + 24 planes no faster than 2h + 8). */
 #define EL_WIN_LINES 8
-#endif
-#else
-#define EL_WIN_LINES 8
-#endif
 typedef struct {
   SWEEP_R *buf;          /* EL_PRE_N arrays of lines lines of pitch rs */
   sweep_int lines, rs, lo, next;
