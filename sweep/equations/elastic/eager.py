@@ -256,29 +256,21 @@ class EagerElastic(EagerStaggered):
             g_m2 = g_m2 - g_lam_s * 2 * lam * mu / (m2 * m2)
         g_m2 = g_m2 + g_lam  # lam = m2 - 2 mu
         g_mu = g_mu - 2 * g_lam
-        # Each corner's mask, safe value, reciprocal and square once (3D: 7 corners
-        # shared by the 3 pairs, not 12; the same values).
-        corner_memo: dict[tuple[int, ...], tuple[Any, Any, Any, Any]] = {}
-
-        def corner(path: tuple[int, ...]) -> tuple[Any, Any, Any, Any]:
-            if path not in corner_memo:
-                x = mu
-                for d in path:
-                    x = self._shift(x, d)
-                p = self.xp.astype(x > 0, x.dtype)
-                safe = x * p + (1 - p)
-                corner_memo[path] = (p, safe, 1 / safe, safe * safe)
-            return corner_memo[path]
-
         for (i, a), (j, bb) in _pairs(self.axes):  # 4 dt / sum(1 / corner), 0 at a zero corner
             gm = cot.get("mu", {}).get(kinds.stress(a, bb))
             if gm is None:
                 continue
-            corners = [corner(()), corner((i,)), corner((j,)), corner((i, j))]
-            pos = [c[0] for c in corners]
-            inv = sum(c[2] for c in corners)
+            corners = [
+                mu,
+                self._shift(mu, i),
+                self._shift(mu, j),
+                self._shift(self._shift(mu, i), j),
+            ]
+            pos = [self.xp.astype(x > 0, x.dtype) for x in corners]
+            safe = [x * p + (1 - p) for x, p in zip(corners, pos, strict=True)]
+            inv = sum(1 / x for x in safe)
             scale = gm * (4 * dt) * math.prod(pos) / (inv * inv)
-            g_c = [scale * c[0] / c[3] for c in corners]
+            g_c = [scale * p / (x * x) for x, p in zip(safe, pos, strict=True)]
             g_mu = g_mu + g_c[0] + self._shift_transpose(g_c[1], i)
             g_mu = g_mu + self._shift_transpose(g_c[2], j)
             g_mu = g_mu + self._shift_transpose(self._shift_transpose(g_c[3], j), i)
