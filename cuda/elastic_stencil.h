@@ -83,8 +83,8 @@ typedef struct SWEEP_FN(elastic_ctx) {
   sweep_int flo[3], fhi[3];
   SWEEP_R rdx[3];
   int nh;
-  /* The CPU's 2D adjoint only (sweep_cy/elastic_cpu_impl.h): the products its
-   * stencils read, precomputed per row (not set by el_ctx). */
+  /* The CPU adjoint only (sweep_cy/elastic_cpu_impl.h): the products its
+   * stencils read, precomputed per line (not set by el_ctx). */
   const SWEEP_R *gb[9];
 } SWEEP_FN(elastic_ctx);
 
@@ -290,7 +290,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_gbar_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int 
 
 /* The products the adjoint's taps read at cell p: gbar of v_j along b
  * (phase A) and b_a v_a (phase B), computed here or, with pre (a
- * compile-time constant; the 2D CPU adjoint, elastic_cpu_impl.h), read from
+ * compile-time constant; the CPU adjoint, elastic_cpu_impl.h), read from
  * the rows the caller precomputed them into (e->gb: gbar of normal stress j
  * at gb[j], of shear pair (j, b) at gb[ND + pair]; b_a v_a at gb[a]): the
  * same expressions either way, so the same bits. */

@@ -97,6 +97,8 @@ def take_transpose(xp: Any, g: Any, index: Any, n: int, axis: int) -> Any:
     moved = xp.moveaxis(g, axis, 0)
     if is_numpy_array(g):  # sums of runs of sorted indices: many times faster than np.add.at
         index = np.asarray(index)
+        if index.ndim == 1 and index.size and bool(np.all(index[1:] >= index[:-1])):
+            return np.moveaxis(_sorted_take_transpose(moved, index, n), 0, axis)
         order = np.argsort(index, kind="stable")
         keys = index[order]
         first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
@@ -105,6 +107,34 @@ def take_transpose(xp: Any, g: Any, index: Any, n: int, axis: int) -> Any:
         return np.moveaxis(out, 0, axis)
     zero = xp.zeros((n, *moved.shape[1:]), dtype=g.dtype, device=device_of(g))
     return xp.moveaxis(scatter_add(zero, index, moved), 0, axis)
+
+
+def _sorted_take_transpose(moved: np.ndarray, index: np.ndarray, n: int) -> np.ndarray:
+    """:func:`take_transpose` along axis 0 of ``moved`` for a sorted ``index``.
+
+    The same values as the general path's, with less copying (a 3D elastic
+    gradient's chain rule spent ~0.35 s in it per call): runs of consecutive
+    keys that occur once are slice copies, and each key that repeats is its
+    run's ``np.add.reduceat`` over a C-contiguous copy, as the general path
+    reduces (the same summation order).
+    """
+    first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]]).tolist()
+    ends = [*first[1:], index.size]
+    keys = index[first].tolist()
+    out = np.zeros((n, *moved.shape[1:]), dtype=moved.dtype)
+    i, m = 0, len(first)
+    while i < m:
+        a, b = first[i], ends[i]
+        if b - a > 1:
+            out[keys[i]] = np.add.reduceat(np.ascontiguousarray(moved[a:b]), [0], axis=0)[0]
+            i += 1
+            continue
+        j = i
+        while j + 1 < m and ends[j + 1] - first[j + 1] == 1 and keys[j + 1] == keys[j] + 1:
+            j += 1
+        out[keys[i] : keys[j] + 1] = moved[a : a + j - i + 1]
+        i = j + 1
+    return out
 
 
 def pad_zeros(x: Any, widths: Any) -> Any:

@@ -31,52 +31,51 @@ typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
 
 /* The pointers of a call and of a shot: el_ctx, el_shot (elastic_stencil.h). */
 
-/* ---- 2D adjoint: the products its stencils read, precomputed per row ----
+/* ---- Adjoint: the products its stencils read, precomputed per line ----
  *
  * Adjoint phase A reads gbar (elastic_stencil.h el_gbar_v: sum_i C_ij s_ii
  * per normal stress, mu s per shear stress) at 2 nh cells per (j, b) and
  * phase B gv = b_a v_a at as many: each product was evaluated 2 nh times per
- * cell.  In 2D each thread computes them once per cell and phase into a
- * window of rows (el_win: rows [lo, next) of the products, the row pitch of
- * the grid, so cell q's product is at gb[k][q]), the rows ahead of the
- * adjoint rows by the reach; phase A reads gb[j] (gbar of normal stress j)
- * and gb[ND + pair] (shear), phase B gb[a] (b_a v_a).  The same expressions
- * (no contraction: ISO C), so bitwise the same results. */
-#if SWEEP_NDIM == 2
+ * cell.  Each thread computes them once per cell and phase into a window of
+ * lines (el_win: lines [lo, next) of the products at the grid's line pitch,
+ * so cell q's product is at gb[k][q]), the lines ahead of the adjoint line
+ * by the reach; phase A reads gb[j] (gbar of normal stress j) and gb[ND +
+ * pair] (shear), phase B gb[a] (b_a v_a).  2D: the lines are rows (whole);
+ * 3D: planes in z, of each only the rows of the work item's tile and the
+ * reach around it (a tile streams through z).  The same expressions (no
+ * contraction: ISO C), so bitwise the same results. */
 #define EL_PRE 1
-#else
-#define EL_PRE 0
-#endif
-
-#if EL_PRE
 #define EL_PRE_N (EL_ND + EL_NP) /* products per cell: phase A's; phase B's EL_ND */
-/* Rows of the window beyond the two reaches it keeps when it slides. */
-#define EL_WIN_ROWS 8
+/* Lines of the window beyond the two reaches it keeps when it slides (3D
+ * o8 adjoint: 2h + 24 planes no faster than 2h + 8). */
+#define EL_WIN_LINES 8
 typedef struct {
-  SWEEP_R *buf;          /* EL_PRE_N arrays of rows rows of pitch rs */
-  sweep_int rows, rs, lo, next, nx;
-  sweep_int shot, stamp; /* which shot, phase and step the rows are of */
+  SWEEP_R *buf;          /* EL_PRE_N arrays of lines lines of pitch rs */
+  sweep_int lines, rs, lo, next;
+  sweep_int seg0, segn;  /* each line's computed cells: [seg0, seg0 + segn) */
+  sweep_int shot, stamp; /* which shot, phase, step (and 3D tile) the lines are of */
 } SWEEP_FN(el_win_t);
 
 static inline void SWEEP_FN(el_win_init)(const sweep_acoustic_params *p, SWEEP_FN(el_win_t) * w) {
-  w->rs = p->stride[1];
-  w->nx = p->shape[2];
-  w->rows = 2 * p->halo + EL_WIN_ROWS;
-  w->buf = (SWEEP_R *)malloc(sizeof(SWEEP_R) * EL_PRE_N * w->rows * w->rs);
+  w->rs = p->stride[SWEEP_NDIM == 3 ? 0 : 1];
+  w->seg0 = 0;
+  w->segn = p->shape[2];
+  w->lines = 2 * p->halo + EL_WIN_LINES;
+  w->buf = (SWEEP_R *)malloc(sizeof(SWEEP_R) * EL_PRE_N * w->lines * w->rs);
   w->shot = -1;
   w->stamp = -1;
   w->lo = w->next = 0;
 }
 
-/* Row r's products of phase k (1: phase A's gbar, 0: phase B's b_a v_a) into
- * the window's row at dst (array k at dst + k rows rs). */
+/* Cells [base, base + n) of phase k's products (1: phase A's gbar, 0: phase
+ * B's b_a v_a) into the window at dst (array k at dst + k step). */
 static inline void SWEEP_FN(el_win_row)(const SWEEP_FN(el_ctx_t) * e, SWEEP_R *dst, sweep_int step,
-                                        sweep_int base, sweep_int nx, int k) {
+                                        sweep_int base, sweep_int n, int k) {
   if (k) {
     SWEEP_UNROLL
     for (int j = 0; j < EL_ND; ++j) {
       SWEEP_R *o = dst + j * step;
-      _Pragma("omp simd") for (sweep_int x = 0; x < nx; ++x) o[x] =
+      _Pragma("omp simd") for (sweep_int x = 0; x < n; ++x) o[x] =
           SWEEP_FN(el_gbar_v)(e, base + x, j, j);
     }
     SWEEP_UNROLL
@@ -85,7 +84,7 @@ static inline void SWEEP_FN(el_win_row)(const SWEEP_FN(el_ctx_t) * e, SWEEP_R *d
     for (int b = 0; b < EL_ND; ++b) {
       if (a >= b) continue;
       SWEEP_R *o = dst + (EL_ND + EL_PAIR(a, b)) * step;
-      _Pragma("omp simd") for (sweep_int x = 0; x < nx; ++x) o[x] =
+      _Pragma("omp simd") for (sweep_int x = 0; x < n; ++x) o[x] =
           SWEEP_FN(el_gbar_v)(e, base + x, a, b);
     }
   } else {
@@ -93,42 +92,59 @@ static inline void SWEEP_FN(el_win_row)(const SWEEP_FN(el_ctx_t) * e, SWEEP_R *d
     for (int a = 0; a < EL_ND; ++a) {
       SWEEP_R *o = dst + a * step;
       const SWEEP_R *c = e->c[EL_CB(a)] + base, *v = e->f[a] + base;
-      _Pragma("omp simd") for (sweep_int x = 0; x < nx; ++x) o[x] = c[x] * v[x];
+      _Pragma("omp simd") for (sweep_int x = 0; x < n; ++x) o[x] = c[x] * v[x];
     }
   }
 }
 
-/* Before phase k's rows of shot from row y0 on (step t): the window restarts
- * unless it holds this shot's, phase's and step's rows from y0 - h on (the
- * thread's previous work item ended where this one starts). */
+/* Before phase k's rows of shot from row y0 on (step t; tile_y rows in 3D): the window restarts
+ * unless it holds this shot's, phase's and step's lines from the first
+ * line's - h on (2D: the thread's previous work item ended where this one
+ * starts; 3D: a tile of rows y0 .. runs all planes, so it always restarts,
+ * its rows and their reach the lines' computed cells). */
 static inline void SWEEP_FN(el_win_tile)(const sweep_acoustic_params *p, SWEEP_FN(el_win_t) * w,
-                                         sweep_int shot, sweep_int y0, int k, sweep_int t) {
+                                         sweep_int shot, sweep_int y0, sweep_int tile_y, int k,
+                                         sweep_int t) {
   const sweep_int h = p->halo, stamp = 2 * t + k;
-  if (w->shot == shot && w->stamp == stamp && w->lo <= y0 - h && y0 - h <= w->next) return;
+#if SWEEP_NDIM == 3
+  const sweep_int y1 = y0 + tile_y < p->shape[1] - h ? y0 + tile_y : p->shape[1] - h;
+  w->seg0 = (y0 - h) * p->stride[1];
+  w->segn = (y1 - y0 + 2 * h) * p->stride[1];
+  const sweep_int l0 = h; /* the first plane */
+  (void)stamp;
+  w->shot = shot;
+  w->stamp = -1;
+#else
+  (void)tile_y;
+  const sweep_int l0 = y0;
+  if (w->shot == shot && w->stamp == stamp && w->lo <= l0 - h && l0 - h <= w->next) return;
   w->shot = shot;
   w->stamp = stamp;
-  w->lo = w->next = y0 - h;
+#endif
+  w->lo = w->next = l0 - h;
 }
 
-/* Before row y of phase k: the window's rows up to y + h computed (sliding
- * it when full: the last 2 h rows to its start), e's pointers at them. */
+/* Before adjoint line l (2D: row y; 3D: plane z) of phase k: the window's
+ * lines up to l + h computed (sliding it when full: the last 2 h lines to
+ * its start), e's pointers at them. */
 static inline void SWEEP_FN(el_win_rows)(const sweep_acoustic_params *p, SWEEP_FN(el_win_t) * w,
-                                         SWEEP_FN(el_ctx_t) * e, sweep_int y, int k) {
-  const sweep_int h = p->halo, rs = w->rs, step = w->rows * rs;
+                                         SWEEP_FN(el_ctx_t) * e, sweep_int l, int k) {
+  const sweep_int h = p->halo, rs = w->rs, step = w->lines * rs;
+  const sweep_int s0 = w->seg0, sn = w->segn;
   const int n = k ? EL_PRE_N : EL_ND;
-  for (; w->next <= y + h; ++w->next) {
-    if (w->next - w->lo >= w->rows) {
+  for (; w->next <= l + h; ++w->next) {
+    if (w->next - w->lo >= w->lines) {
       const sweep_int keep = 2 * h, from = w->next - keep - w->lo;
       for (int a = 0; a < n; ++a)
-        memmove(w->buf + a * step, w->buf + a * step + from * rs, sizeof(SWEEP_R) * keep * rs);
+        for (sweep_int i = 0; i < keep; ++i)
+          memmove(w->buf + a * step + i * rs + s0, w->buf + a * step + (from + i) * rs + s0,
+                  sizeof(SWEEP_R) * sn);
       w->lo = w->next - keep;
     }
-    SWEEP_FN(el_win_row)(e, w->buf + (w->next - w->lo) * rs, step, w->next * rs, w->nx, k);
+    SWEEP_FN(el_win_row)(e, w->buf + (w->next - w->lo) * rs + s0, step, w->next * rs + s0, sn, k);
   }
   for (int a = 0; a < n; ++a) e->gb[a] = w->buf + a * step - w->lo * rs;
 }
-
-#endif
 
 /* ---- Rows: cells [x0, x1) of row base = (z, y), one function per mask ---- */
 
@@ -559,17 +575,16 @@ static void SWEEP_FN(el_rev_points)(const sweep_acoustic_params *p, const sweep_
   SWEEP_FN(el_line_points)(p, f, &stag_base, k, shot, off, t, l)
 #define SWEEP_EQ_FUSE_AFTER(p, f, shot, off, t) SWEEP_FN(el_images)(p, stag_base.f, off, 0)
 #endif
-#if EL_PRE
-/* The 2D adjoint's window of precomputed products (el_win_t): one per thread,
- * its rows computed ahead of each adjoint row. */
+/* The adjoint's window of precomputed products (el_win_t): one per thread,
+ * its lines computed ahead of each adjoint line. */
 #define SWEEP_EQ_ADJ_STATE(f) \
   SWEEP_FN(el_win_t) el_win;   \
   SWEEP_FN(el_win_init)(p, &el_win)
 #define SWEEP_EQ_ADJ_STATE_END() free(el_win.buf)
 #define SWEEP_EQ_ADJ_SHOT(f, off) SWEEP_FN(el_ctx_t) stag_e = SWEEP_FN(el_shot)(&stag_base, off)
-#define SWEEP_EQ_ADJ_TILE(p, shot, y0, k, t) SWEEP_FN(el_win_tile)(p, &el_win, shot, y0, k, t)
+#define SWEEP_EQ_ADJ_TILE(p, shot, y0, k, t) SWEEP_FN(el_win_tile)(p, &el_win, shot, y0, SWEEP_TILE_Y, k, t)
 #define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, st)                                   \
-  ((void)(pa), (void)(pb), SWEEP_FN(el_win_rows)(p, &el_win, &stag_e, y, k),            \
+  ((void)(pa), (void)(pb),                                                              \
+   SWEEP_FN(el_win_rows)(p, &el_win, &stag_e, SWEEP_NDIM == 3 ? (z) : (y), k),          \
    SWEEP_STAG(row)(p, &stag_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
-#endif
 #include "cpu_staggered_hooks.h"
