@@ -38,8 +38,11 @@ too, on 4 KiB pages: glibc returns freed blocks of that size to the kernel,
 so each call faulted its fields in afresh (2D 440^2, 2 shots, 400 steps,
 acoustic forward 39-41 -> 27-28 ms; benchmarks/README.md).  Fields are
 registered with tracemalloc while handed out, not while cached.  The cache
-holds released mappings only and is emptied before any mapping of another
-size is made, so it never raises the peak above one call's own;
+holds released mappings only, gives each field slot back the mapping it had
+and zeroes only the pages its last use wrote (so a field used in part, like a
+C-PML memory variable, does not grow on reuse: 3D 128^3 order-8 gradient, a
+process's second call faulted in ~230 MB more), and is emptied before any
+mapping of another size is made, so it never raises the peak above one call's own;
 :func:`release_cached` (``sweep.release_cached_memory``) frees it and
 ``SWEEP_STORE_CACHE=0`` turns it off.
 """
@@ -203,7 +206,9 @@ def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.nd
     that far past a 4 KiB boundary; ``None`` leaves it where the allocator
     puts it.  See :func:`field_phase` for why the kernels' fields want it.
     Arrays from 256 KiB on reuse a released mapping of the same size when
-    one is cached (zero-filled again here), like :func:`empty`.
+    one is cached, like :func:`empty`: preferably the one last handed out at
+    the same ``phase`` (a kernel field's slot), zeroed again here where its
+    pages hold data (:func:`_zero_resident`).
     """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
@@ -220,8 +225,68 @@ def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.nd
     # Any phase fits a mapping one page longer, so every field of a shape shares one size.
     out, reused = _cached(_fields, nbytes + _PAGE, shape, dtype, pad)
     if reused:
-        out.fill(0)
+        _zero_resident(out)
     return out
+
+
+_libc: list[Any] = []
+
+
+def _libc_calls() -> tuple[Any, Any] | None:
+    """Return libc's ``mincore`` and ``madvise`` (None where they are missing)."""
+    if not _libc:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            calls = (libc.mincore, libc.madvise)
+            for fn in calls:
+                fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+                fn.restype = ctypes.c_int
+            _libc.append(calls if hasattr(mmap, "MADV_DONTNEED") else None)
+        except (AttributeError, OSError):
+            _libc.append(None)
+    return _libc[0]
+
+
+def _zero_resident(out: np.ndarray) -> None:
+    """Zero ``out`` (C-contiguous, over a cached mapping), writing only pages that hold data.
+
+    Pages that the mapping's last user never touched are not resident, and
+    pages it only read map the shared zero page: writing zeros to either
+    faults a page in for nothing (a page first read then written faults
+    twice), and a field whose kernels use only part of it (C-PML memory
+    variables away from their strips) would grow by every such page on its
+    second use (3D 128^3 order-8 gradient, 4 KiB pages: tens of thousands of
+    faults in a process's second call; benchmarks/README.md).  ``mincore``
+    tells which pages are resident: of those, only pages with a non-zero byte
+    are written; the others are dropped (``MADV_DONTNEED``: they read as
+    zeros, also where they were swapped out).  The whole pages at either end
+    belong to the same mapping (:func:`zeros` gives each field a page more),
+    so they are zeroed whole.  Where the calls fail, all of ``out`` is filled.
+    """
+    calls = _libc_calls()
+    addr = out.ctypes.data
+    base = addr - addr % _PAGE
+    npages = -(-(addr + out.nbytes - base) // _PAGE)
+    vec = np.zeros(npages, dtype=np.uint8)
+    if calls is None or calls[0](base, npages * _PAGE, vec.ctypes.data) != 0:
+        out.fill(0)
+        return
+    pages = np.ctypeslib.as_array((ctypes.c_uint64 * (npages * _PAGE // 8)).from_address(base))
+    pages = pages.reshape(npages, _PAGE // 8)
+    resident = (vec & 1).astype(bool)
+    for first, last in _runs(resident):
+        block = pages[first:last]
+        for lo, hi in _runs(block.any(axis=1)):
+            block[lo:hi] = 0
+    for first, last in _runs(~resident):
+        if calls[1](base + first * _PAGE, (last - first) * _PAGE, mmap.MADV_DONTNEED) != 0:
+            pages[first:last] = 0
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """Return the [start, stop) runs of True in the 1-D boolean ``mask``."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.view(np.int8), [0])))).tolist()
+    return list(zip(edges[::2], edges[1::2], strict=True))
 
 
 def field_phase(slot: int, lead: int = 0) -> int:
@@ -262,29 +327,42 @@ class _Pool:
 
     def __init__(self, cap: int | None) -> None:
         self.regions: list[mmap.mmap] = []
+        self.pads: dict[int, int] = {}  # id of a cached region: the pad it was last used at
         self.cap = cap
 
-    def take(self, size: int) -> mmap.mmap | None:
-        """Return a cached mapping of ``size`` bytes, or None after unmapping every cached one."""
+    def take(self, size: int, pad: int = 0) -> mmap.mmap | None:
+        """Return a cached mapping of ``size`` bytes, or None after unmapping every cached one.
+
+        One last handed out at byte ``pad`` is preferred: a field's slot sets
+        its pad (:func:`field_phase`), so each slot gets back the mapping it
+        had, whose pages are resident where its kernels touched them
+        (:func:`_zero_resident`).
+        """
         with _cache_lock:
-            for k, region in enumerate(self.regions):
-                if len(region) == size:
-                    return self.regions.pop(k)
+            match = [k for k, region in enumerate(self.regions) if len(region) == size]
+            if match:
+                same = [k for k in match if self.pads.get(id(self.regions[k])) == pad]
+                region = self.regions.pop((same or match)[0])
+                self.pads.pop(id(region), None)
+                return region
             stale, self.regions = self.regions, []
+            self.pads.clear()
         _close(stale)  # never hold a cached mapping and a new one at once
         return None
 
-    def give(self, region: mmap.mmap) -> None:
+    def give(self, region: mmap.mmap, pad: int = 0) -> None:
         with _cache_lock:
             held = sum(len(r) for r in self.regions)
             if self.cap is None or held + len(region) <= self.cap:
                 self.regions.append(region)
+                self.pads[id(region)] = pad
                 return
         _close([region])
 
     def release(self) -> int:
         with _cache_lock:
             regions, self.regions = self.regions, []
+            self.pads.clear()
         nbytes = sum(len(r) for r in regions)
         _close(regions)
         return nbytes
@@ -334,7 +412,7 @@ def _cached(
     references the array that one was reshaped from, not it, so a finalizer
     on the handed-out array could fire while a view of it lives).
     """
-    region = pool.take(size)
+    region = pool.take(size, pad)
     reused = region is not None
     if region is None:
         region = _map(size)
@@ -347,11 +425,11 @@ def _cached(
     # Tracked while handed out, not while cached: a mapping made before
     # tracemalloc started is counted from its next use on.
     _track(out.ctypes.data, out.nbytes)
-    done = weakref.finalize(owner, _give_back, pool, region, out.ctypes.data)
+    done = weakref.finalize(owner, _give_back, pool, region, out.ctypes.data, pad)
     done.atexit = False
     return out, reused
 
 
-def _give_back(pool: _Pool, region: mmap.mmap, address: int) -> None:
+def _give_back(pool: _Pool, region: mmap.mmap, address: int, pad: int) -> None:
     _untrack(address)
-    pool.give(region)
+    pool.give(region, pad)

@@ -3,6 +3,7 @@
 import ctypes
 import inspect
 import mmap
+import resource
 
 import numpy as np
 import pytest
@@ -278,3 +279,51 @@ def test_mid_size_fields_are_cached_zeroed_and_counted_while_in_use(empty_cache)
         for r in _hostmem._fields.regions
         for lo in [_address(r)]
     )
+
+
+def _resident_pages(x: np.ndarray) -> int:
+    """Pages of ``x`` (C-contiguous) that are resident (``mincore``)."""
+    mincore = ctypes.CDLL(None).mincore
+    mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    base = x.ctypes.data - x.ctypes.data % 4096
+    npages = -(-(x.ctypes.data + x.nbytes - base) // 4096)
+    vec = np.zeros(npages, dtype=np.uint8)
+    assert mincore(base, npages * 4096, vec.ctypes.data) == 0
+    return int((vec & 1).sum())
+
+
+def test_reused_field_is_zero_and_faults_in_no_page_its_last_user_left_alone(empty_cache):
+    """A reused field is zeroed where it was written and its untouched pages stay out.
+
+    Each slot (page offset) gets back the mapping it had, so a field that a
+    kernel uses in part (C-PML memory variables) does not grow on reuse.
+    """
+    shape = (3, 1100, 1000)  # 13 MB: huge-page size, still checked per 4 KiB page
+    a = _hostmem.zeros(shape, np.float32, phase=1088)
+    b = _hostmem.zeros(shape, np.float32, phase=2176)
+    address_a, address_b = a.ctypes.data, b.ctypes.data
+    a[0, 100:300] = 5.0  # part of a
+    a[2, -1, -1] = 7.0  # its last element
+    b[...] = 3.0
+    resident = _resident_pages(a)
+    del a, b
+    b2 = _hostmem.zeros(shape, np.float32, phase=2176)  # asked for first: still its own
+    a2 = _hostmem.zeros(shape, np.float32, phase=1088)
+    assert (a2.ctypes.data, b2.ctypes.data) == (address_a, address_b)
+    if not _hostmem._huge_pages_pay():  # on huge pages residency is per 2 MiB
+        assert _resident_pages(a2) <= resident
+    assert not a2.any() and not b2.any()
+    del a2
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    a2 = _hostmem.zeros(shape, np.float32, phase=1088)  # read all over (zero pages): not written
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults < 100  # 3,200 pages
+    assert not a2.any()
+    del a2, b2
+    assert len(_hostmem._fields.regions) >= 2
+    for region in list(_hostmem._fields.regions):
+        np.frombuffer(region, dtype=np.uint8)[:] = 1  # what the last user left: zeroed on reuse
+    for phase in (1088, 4092, 0):  # another slot gets another's mapping, zeroed
+        c = _hostmem.zeros(shape, np.float32, phase=phase)
+        assert not c.any()
+        c[...] = np.nan
+        del c
