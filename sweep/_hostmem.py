@@ -165,7 +165,13 @@ def _track_mapping(region: mmap.mmap, out: np.ndarray) -> None:
     """Register ``out``, the first array over a new mapping, with tracemalloc until unmapped."""
     address = out.ctypes.data
     _track(address, out.nbytes)
-    weakref.finalize(region, _untrack, address)
+    weakref.finalize(region, _unmapped, address)
+
+
+def _unmapped(address: int) -> None:
+    """Forget the array at ``address`` once its mapping is gone (tracemalloc, claim_fresh)."""
+    _untrack(address)
+    _fresh.discard(address)
 
 
 def _view(region: mmap.mmap, shape: tuple[int, ...], dtype: np.dtype, pad: int) -> np.ndarray:
@@ -431,5 +437,5 @@ def _cached(
 
 
 def _give_back(pool: _Pool, region: mmap.mmap, address: int, pad: int) -> None:
-    _untrack(address)
+    _unmapped(address)  # a reused mapping is zeroed by zeros(), not claimed
     pool.give(region, pad)

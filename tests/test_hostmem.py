@@ -1,6 +1,7 @@
 """Host buffers of the compiled kernels: zero-filled, and at the page offsets asked for."""
 
 import ctypes
+import gc
 import inspect
 import mmap
 import resource
@@ -327,3 +328,16 @@ def test_reused_field_is_zero_and_faults_in_no_page_its_last_user_left_alone(emp
         assert not c.any()
         c[...] = np.nan
         del c
+
+
+def test_unclaimed_fresh_arrays_are_forgotten_when_released(empty_cache, monkeypatch):
+    # claim_fresh's set must not keep the address of a mapping that is gone:
+    # neither an uncached one (unmapped) nor a cached one (reused: not fresh).
+    for cache in ("0", "1"):
+        monkeypatch.setenv("SWEEP_STORE_CACHE", cache)
+        a = _hostmem.zeros((3, 1100, 1000), np.float32)
+        address = a.ctypes.data
+        assert address in _hostmem._fresh
+        del a
+        gc.collect()
+        assert address not in _hostmem._fresh
