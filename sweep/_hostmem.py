@@ -374,45 +374,16 @@ class _Pool:
 
 _stores = _Pool(None)
 _fields = _Pool(_FIELD_CACHE_BYTES)
-_checkpoints = _Pool(None)
-# Checkpoints below this size are ordinary copies.
-_COPIES_MIN_BYTES = _MIN_BYTES
 
 
 def release_cached() -> int:
-    """Unmap every cached store, field and checkpoint; return the bytes released."""
-    return _stores.release() + _fields.release() + _checkpoints.release()
+    """Unmap every cached store and field; return the bytes released."""
+    return _stores.release() + _fields.release()
 
 
 def cached_bytes() -> int:
-    """Bytes held by released stores, fields and checkpoints kept for reuse."""
-    return _stores.nbytes() + _fields.nbytes() + _checkpoints.nbytes()
-
-
-def copies(arrays: list[np.ndarray]) -> list[np.ndarray]:
-    """Return C-contiguous copies of host ``arrays``, together in one cached mapping.
-
-    A checkpoint (:meth:`sweep._stepper.ForwardState.save`): every checkpoint
-    of a state is the same size, so a gradient's checkpoints come back from
-    the cache on the next call instead of faulting in fresh memory (3D o4
-    100^3 + CPML, 5 chunks: 5 x 80 MB per call; benchmarks/README.md).  The
-    mapping goes back to the cache when no copy over it is left.  Small
-    states, and the cache turned off, get ordinary copies.
-    """
-    starts, size = [], 0
-    for a in arrays:
-        starts.append(size)
-        size += -(-a.nbytes // 64) * 64  # each part on its own cache lines
-    if size < _COPIES_MIN_BYTES or not _cache_enabled() or not hasattr(mmap, "MADV_HUGEPAGE"):
-        return [a.copy() for a in arrays]
-    buf, _ = _cached(_checkpoints, size, (size,), np.dtype(np.uint8), 0)
-    _fresh.discard(buf.ctypes.data)  # written whole here: no zero-page reads to avoid
-    out = []
-    for a, start in zip(arrays, starts, strict=True):
-        part = buf[start : start + a.nbytes].view(a.dtype).reshape(a.shape)
-        np.copyto(part, a)
-        out.append(part)
-    return out
+    """Bytes held by released stores and fields kept for reuse."""
+    return _stores.nbytes() + _fields.nbytes()
 
 
 def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:

@@ -48,13 +48,8 @@ class ForwardState(Protocol):
         ...
 
     def save(self) -> list[Any]:
-        """Return a checkpoint: copies of :meth:`parts` (host arrays: in one cached mapping)."""
-        parts = self.parts()
-        if all(isinstance(a, np.ndarray) for a in parts):
-            from ._hostmem import copies
-
-            return copies(parts)
-        return [a.copy() for a in parts]
+        """Return a checkpoint: copies of :meth:`parts`."""
+        return [a.copy() for a in self.parts()]
 
     def save_into(self, saved: list[Any]) -> None:
         """Overwrite an existing checkpoint with this state."""
