@@ -110,6 +110,45 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_correlate)(
   }
 }
 
+/* The x memory variables of the next row's x-CPML segments (3D; row base
+ * nb), before an adjoint row: P and Z where the segments' windows read them
+ * (a halo into the plain middle), P_new and Z_new, for writing, where they
+ * write.  Only the x segments touch them, a line or two per row and array a
+ * row pitch apart, which no hardware stream covered (as mx_row's forward,
+ * maxwell_cpu_impl.h). */
+static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_adj_xcpml)(
+    const sweep_acoustic_params *p, const SWEEP_R *P, const SWEEP_R *Z, const SWEEP_R *Pn,
+    const SWEEP_R *Zn, sweep_int nb) {
+  if (SWEEP_NDIM != 3 || !P || !Pn) return;
+  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
+  const sweep_int h = SWEEP_H, nx = p->shape[2], lo = p->plain_lo[2], hi = p->plain_hi[2];
+  if (lo <= h && hi >= nx - h) return; /* no x-CPML */
+  for (sweep_int x = 0; x < lo + h; x += line) {
+    __builtin_prefetch(P + nb + x, 0, 3);
+    __builtin_prefetch(Z + nb + x, 0, 3);
+  }
+  __builtin_prefetch(P + nb + lo + h - 1, 0, 3);
+  __builtin_prefetch(Z + nb + lo + h - 1, 0, 3);
+  for (sweep_int x = hi - h; x < nx; x += line) {
+    __builtin_prefetch(P + nb + x, 0, 3);
+    __builtin_prefetch(Z + nb + x, 0, 3);
+  }
+  __builtin_prefetch(P + nb + nx - 1, 0, 3);
+  __builtin_prefetch(Z + nb + nx - 1, 0, 3);
+  for (sweep_int x = h; x < lo; x += line) {
+    __builtin_prefetch(Pn + nb + x, 1, 3);
+    __builtin_prefetch(Zn + nb + x, 1, 3);
+  }
+  __builtin_prefetch(Pn + nb + lo - 1, 1, 3);
+  __builtin_prefetch(Zn + nb + lo - 1, 1, 3);
+  for (sweep_int x = hi; x < nx - h; x += line) {
+    __builtin_prefetch(Pn + nb + x, 1, 3);
+    __builtin_prefetch(Zn + nb + x, 1, 3);
+  }
+  __builtin_prefetch(Pn + nb + nx - h - 1, 1, 3);
+  __builtin_prefetch(Zn + nb + nx - h - 1, 1, 3);
+}
+
 /* The stencil of one adjoint row (z, y) of one shot (pointers offset to the
  * shot): the x-CPML segments and the plain middle, each with its
  * compile-time mask. */
@@ -124,6 +163,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_full_row)(
   SWEEP_CALL_BY_MASK(adj_mask_row, m, \
                      (p, v2dt2, mu, mu_prev, P, Pn, Z, Zn, pa, pb, base, z, y, x0, x1))
 #define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_ADJ_ROW, m, (void)0)
+  SWEEP_FN(prefetch_adj_xcpml)(p, P[2], Z[2], Pn[2], Zn[2], base + p->stride[1]);
   SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
 #undef SWEEP_ADJ_ROW
 #undef SWEEP_ROW_SEGMENTS
