@@ -67,6 +67,15 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_full_row)(
                      (p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, x0, x1))
 #define SWEEP_ROW_SEGMENTS(m) \
   SWEEP_ROW_IN_ORDER(SWEEP_FWD_ROW, m, SWEEP_FN(prefetch_fwd_xcpml)(p, psi, zeta, psi_new, base))
+  if (SWEEP_NDIM == 3 && psi[2]) {
+    /* The next row's x memory variables: psi where the x segments' windows
+     * read it, zeta and psi_new, for writing, where they write (as
+     * adj_full_row). */
+    const sweep_int nb = base + p->stride[1];
+    SWEEP_FN(prefetch_xcpml_row)(p, psi[2] + nb, SWEEP_H, 0);
+    SWEEP_FN(prefetch_xcpml_row)(p, zeta[2] + nb, 0, 1);
+    SWEEP_FN(prefetch_xcpml_row)(p, psi_new[2] + nb, 0, 1);
+  }
   SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
 #undef SWEEP_FWD_ROW
 #undef SWEEP_ROW_SEGMENTS
@@ -113,40 +122,15 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_correlate)(
 /* The x memory variables of the next row's x-CPML segments (3D; row base
  * nb), before an adjoint row: P and Z where the segments' windows read them
  * (a halo into the plain middle), P_new and Z_new, for writing, where they
- * write.  Only the x segments touch them, a line or two per row and array a
- * row pitch apart, which no hardware stream covered (as mx_row's forward,
- * maxwell_cpu_impl.h). */
+ * write (prefetch_xcpml_row, cpu_rows.h). */
 static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_adj_xcpml)(
     const sweep_acoustic_params *p, const SWEEP_R *P, const SWEEP_R *Z, const SWEEP_R *Pn,
     const SWEEP_R *Zn, sweep_int nb) {
   if (SWEEP_NDIM != 3 || !P || !Pn) return;
-  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
-  const sweep_int h = SWEEP_H, nx = p->shape[2], lo = p->plain_lo[2], hi = p->plain_hi[2];
-  if (lo <= h && hi >= nx - h) return; /* no x-CPML */
-  for (sweep_int x = 0; x < lo + h; x += line) {
-    __builtin_prefetch(P + nb + x, 0, 3);
-    __builtin_prefetch(Z + nb + x, 0, 3);
-  }
-  __builtin_prefetch(P + nb + lo + h - 1, 0, 3);
-  __builtin_prefetch(Z + nb + lo + h - 1, 0, 3);
-  for (sweep_int x = hi - h; x < nx; x += line) {
-    __builtin_prefetch(P + nb + x, 0, 3);
-    __builtin_prefetch(Z + nb + x, 0, 3);
-  }
-  __builtin_prefetch(P + nb + nx - 1, 0, 3);
-  __builtin_prefetch(Z + nb + nx - 1, 0, 3);
-  for (sweep_int x = h; x < lo; x += line) {
-    __builtin_prefetch(Pn + nb + x, 1, 3);
-    __builtin_prefetch(Zn + nb + x, 1, 3);
-  }
-  __builtin_prefetch(Pn + nb + lo - 1, 1, 3);
-  __builtin_prefetch(Zn + nb + lo - 1, 1, 3);
-  for (sweep_int x = hi; x < nx - h; x += line) {
-    __builtin_prefetch(Pn + nb + x, 1, 3);
-    __builtin_prefetch(Zn + nb + x, 1, 3);
-  }
-  __builtin_prefetch(Pn + nb + nx - h - 1, 1, 3);
-  __builtin_prefetch(Zn + nb + nx - h - 1, 1, 3);
+  SWEEP_FN(prefetch_xcpml_row)(p, P + nb, SWEEP_H, 0);
+  SWEEP_FN(prefetch_xcpml_row)(p, Z + nb, SWEEP_H, 0);
+  SWEEP_FN(prefetch_xcpml_row)(p, Pn + nb, 0, 1);
+  SWEEP_FN(prefetch_xcpml_row)(p, Zn + nb, 0, 1);
 }
 
 /* The stencil of one adjoint row (z, y) of one shot (pointers offset to the
