@@ -67,6 +67,15 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_full_row)(
                      (p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, x0, x1))
 #define SWEEP_ROW_SEGMENTS(m) \
   SWEEP_ROW_IN_ORDER(SWEEP_FWD_ROW, m, SWEEP_FN(prefetch_fwd_xcpml)(p, psi, zeta, psi_new, base))
+  if (SWEEP_NDIM == 3 && psi[2]) {
+    /* The next row's x memory variables: psi where the x segments' windows
+     * read it, zeta and psi_new, for writing, where they write (as
+     * adj_full_row). */
+    const sweep_int nb = base + p->stride[1];
+    SWEEP_FN(prefetch_xcpml_row)(p, psi[2] + nb, SWEEP_H, 0);
+    SWEEP_FN(prefetch_xcpml_row)(p, zeta[2] + nb, 0, 1);
+    SWEEP_FN(prefetch_xcpml_row)(p, psi_new[2] + nb, 0, 1);
+  }
   SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
 #undef SWEEP_FWD_ROW
 #undef SWEEP_ROW_SEGMENTS
@@ -110,6 +119,20 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_correlate)(
   }
 }
 
+/* The x memory variables of the next row's x-CPML segments (3D; row base
+ * nb), before an adjoint row: P and Z where the segments' windows read them
+ * (a halo into the plain middle), P_new and Z_new, for writing, where they
+ * write (prefetch_xcpml_row, cpu_rows.h). */
+static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_adj_xcpml)(
+    const sweep_acoustic_params *p, const SWEEP_R *P, const SWEEP_R *Z, const SWEEP_R *Pn,
+    const SWEEP_R *Zn, sweep_int nb) {
+  if (SWEEP_NDIM != 3 || !P || !Pn) return;
+  SWEEP_FN(prefetch_xcpml_row)(p, P + nb, SWEEP_H, 0);
+  SWEEP_FN(prefetch_xcpml_row)(p, Z + nb, SWEEP_H, 0);
+  SWEEP_FN(prefetch_xcpml_row)(p, Pn + nb, 0, 1);
+  SWEEP_FN(prefetch_xcpml_row)(p, Zn + nb, 0, 1);
+}
+
 /* The stencil of one adjoint row (z, y) of one shot (pointers offset to the
  * shot): the x-CPML segments and the plain middle, each with its
  * compile-time mask. */
@@ -124,6 +147,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(adj_full_row)(
   SWEEP_CALL_BY_MASK(adj_mask_row, m, \
                      (p, v2dt2, mu, mu_prev, P, Pn, Z, Zn, pa, pb, base, z, y, x0, x1))
 #define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_ADJ_ROW, m, (void)0)
+  SWEEP_FN(prefetch_adj_xcpml)(p, P[2], Z[2], Pn[2], Zn[2], base + p->stride[1]);
   SWEEP_MASK_SWITCH(outer, SWEEP_ROW_SEGMENTS)
 #undef SWEEP_ADJ_ROW
 #undef SWEEP_ROW_SEGMENTS

@@ -97,6 +97,31 @@ static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_fwd_xcpml)(
   SWEEP_FN(prefetch_cells)(psi_new[2] + base, xa, xb);
 }
 
+/* The x-CPML segments of one row of f (row pointer, 3D): [h, plain_lo) and
+ * [plain_hi, nx - h), each widened by reach cells into the plain middle,
+ * prefetched (rw 1: for writing).  For the x memory variables of the next
+ * row: touched by the x segments only, a line or two per row and array a row
+ * pitch apart, which no hardware stream covered (as mx_row's forward,
+ * maxwell_cpu_impl.h). */
+static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_xcpml_row)(
+    const SWEEP_EQ_PARAMS *p, const SWEEP_R *f, sweep_int reach, const int rw) {
+  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
+  const sweep_int h = p->halo, nx = p->shape[2];
+  const sweep_int lo = p->plain_lo[2] + reach, hi = p->plain_hi[2] - reach;
+  if (p->plain_lo[2] <= h && p->plain_hi[2] >= nx - h) return; /* no x-CPML */
+  for (sweep_int x = h - reach; x < lo; x += line)
+    if (rw) __builtin_prefetch(f + x, 1, 3); else __builtin_prefetch(f + x, 0, 3);
+  for (sweep_int x = hi; x < nx - h + reach; x += line)
+    if (rw) __builtin_prefetch(f + x, 1, 3); else __builtin_prefetch(f + x, 0, 3);
+  if (rw) {
+    __builtin_prefetch(f + lo - 1, 1, 3);
+    __builtin_prefetch(f + nx - h + reach - 1, 1, 3);
+  } else {
+    __builtin_prefetch(f + lo - 1, 0, 3);
+    __builtin_prefetch(f + nx - h + reach - 1, 0, 3);
+  }
+}
+
 /* CPML mask of the outer axes (z, y) of a row. */
 static inline int SWEEP_FN(row_mask)(const SWEEP_EQ_PARAMS *p, sweep_int z, sweep_int y) {
   int mask = 0;
