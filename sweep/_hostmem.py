@@ -55,6 +55,7 @@ import mmap
 import threading
 import time
 import weakref
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -203,6 +204,24 @@ def claim_fresh(x: np.ndarray) -> bool:
         _fresh.discard(address)
         return True
     return False
+
+
+def write_fresh(
+    whole: Iterable[np.ndarray], partial: Iterable[tuple[np.ndarray, Iterable[Any]]] = ()
+) -> None:
+    """Zero by writes the arrays of fresh mappings (:func:`claim_fresh`) before a kernel reads them.
+
+    Each array of ``whole`` is written entirely; each ``(array, slices)`` of
+    ``partial`` on its slices only (memory variables used on their slabs).
+    Arrays over reused mappings are left as they are (zeroed already).
+    """
+    for x in whole:
+        if claim_fresh(x):
+            x[...] = 0
+    for x, slices in partial:
+        if claim_fresh(x):
+            for sl in slices:
+                x[sl] = 0
 
 
 def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.ndarray:

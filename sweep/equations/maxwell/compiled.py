@@ -88,13 +88,10 @@ class MaxwellState(ForwardState):
             # Fresh host mappings are first touched by writes here (the
             # kernels read each page first: _hostmem.claim_fresh), the memory
             # variables on their axis's slabs only (as ElasticState).
-            for x in self.fields.values():
-                if _hostmem.claim_fresh(x):
-                    x[...] = 0
-            for (_, ax), x in self.psi.items():
-                if _hostmem.claim_fresh(x):
-                    for sl in engine.cpml_strips[ax]:
-                        x[sl] = 0
+            _hostmem.write_fresh(
+                self.fields.values(),
+                ((x, engine.cpml_strips[ax]) for (_, ax), x in self.psi.items()),
+            )
 
     def parts(self) -> list[Any]:
         """Return views of every array of the state (a checkpoint holds them all)."""
