@@ -443,9 +443,7 @@ def _cached(
         region = _map(size)
     owner = (ctypes.c_byte * size).from_buffer(region)
     out = np.frombuffer(owner, dtype=dtype, count=math.prod(shape), offset=pad).reshape(shape)
-    if reused:
-        _fresh.discard(out.ctypes.data)
-    else:
+    if not reused:  # a reused mapping's address was forgotten when given back
         _fresh.add(out.ctypes.data)
     # Tracked while handed out, not while cached: a mapping made before
     # tracemalloc started is counted from its next use on.
