@@ -68,8 +68,8 @@ static inline void SWEEP_FN(pml_profiles)(const SWEEP_EQ_FIELDS *f, const SWEEP_
   ROW(p->plain_lo[2], p->plain_hi[2], m);    \
   ROW(p->plain_hi[2], x_end, (m) | 4)
 
-/* Prefetches the cells [x0, x1) of a row of f (when not NULL) into cache.
- * The row's high x-CPML segment reads its auxiliary fields where the row's
+/* Prefetches the cells [x0, x1) of a row of f (when not NULL) into cache,
+ * for writing when rw (a compile-time constant at every call).  The row's high x-CPML segment reads its auxiliary fields where the row's
  * plain middle did not: the hardware prefetcher, following the middle's
  * streams, leaves them to miss (~9 % of the 3D forward's samples sat on the
  * first loads of that segment).  Issued before the middle, which hides them.
@@ -77,10 +77,17 @@ static inline void SWEEP_FN(pml_profiles)(const SWEEP_EQ_FIELDS *f, const SWEEP_
  * 0.163-0.169 with; within noise). */
 static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_cells)(const SWEEP_R *f,
                                                                            sweep_int x0,
-                                                                           sweep_int x1) {
+                                                                           sweep_int x1,
+                                                                           const int rw) {
   if (!f) return;
   const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
-  for (sweep_int x = x0; x < x1 + line; x += line) __builtin_prefetch(f + (x < x1 ? x : x1 - 1));
+  for (sweep_int x = x0; x < x1 + line; x += line) {
+    const SWEEP_R *const a = f + (x < x1 ? x : x1 - 1);
+    if (rw) /* __builtin_prefetch takes its rw as a literal */
+      __builtin_prefetch(a, 1, 3);
+    else
+      __builtin_prefetch(a, 0, 3);
+  }
 }
 
 /* Before a forward row's plain middle, the high x-CPML segment's psi, zeta
@@ -92,9 +99,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_fwd_xcpml)(
   if (SWEEP_NDIM != 3) return;
   const sweep_int xa = p->plain_hi[2] - SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
   const sweep_int xb = p->shape[2];
-  SWEEP_FN(prefetch_cells)(psi[2] + base, xa, xb);
-  SWEEP_FN(prefetch_cells)(zeta[2] + base, xa, xb);
-  SWEEP_FN(prefetch_cells)(psi_new[2] + base, xa, xb);
+  SWEEP_FN(prefetch_cells)(psi[2] + base, xa, xb, 0);
+  SWEEP_FN(prefetch_cells)(zeta[2] + base, xa, xb, 0);
+  SWEEP_FN(prefetch_cells)(psi_new[2] + base, xa, xb, 0);
 }
 
 /* The x-CPML segments of one row of f (row pointer, 3D): [h, plain_lo) and
@@ -105,21 +112,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_fwd_xcpml)(
  * maxwell_cpu_impl.h). */
 static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_xcpml_row)(
     const SWEEP_EQ_PARAMS *p, const SWEEP_R *f, sweep_int reach, const int rw) {
-  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
   const sweep_int h = p->halo, nx = p->shape[2];
-  const sweep_int lo = p->plain_lo[2] + reach, hi = p->plain_hi[2] - reach;
   if (p->plain_lo[2] <= h && p->plain_hi[2] >= nx - h) return; /* no x-CPML */
-  for (sweep_int x = h - reach; x < lo; x += line)
-    if (rw) __builtin_prefetch(f + x, 1, 3); else __builtin_prefetch(f + x, 0, 3);
-  for (sweep_int x = hi; x < nx - h + reach; x += line)
-    if (rw) __builtin_prefetch(f + x, 1, 3); else __builtin_prefetch(f + x, 0, 3);
-  if (rw) {
-    __builtin_prefetch(f + lo - 1, 1, 3);
-    __builtin_prefetch(f + nx - h + reach - 1, 1, 3);
-  } else {
-    __builtin_prefetch(f + lo - 1, 0, 3);
-    __builtin_prefetch(f + nx - h + reach - 1, 0, 3);
-  }
+  SWEEP_FN(prefetch_cells)(f, h - reach, p->plain_lo[2] + reach, rw);
+  SWEEP_FN(prefetch_cells)(f, p->plain_hi[2] - reach, nx - h + reach, rw);
 }
 
 /* CPML mask of the outer axes (z, y) of a row. */

@@ -294,7 +294,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_psi)(
   SWEEP_UNROLL
   for (int F = 0; F < EL_NF; ++F) {
     if ((kind == 0 && F < EL_ND) || (kind == 1 && F >= EL_ND) || !e->m[F][2]) continue;
-    SWEEP_FN(prefetch_cells)(e->m[F][2] + base, x0, x1);
+    SWEEP_FN(prefetch_cells)(e->m[F][2] + base, x0, x1, 0);
   }
 }
 

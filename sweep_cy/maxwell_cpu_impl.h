@@ -234,10 +234,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
     for (int F = kind ? 0 : 3; F < (kind ? 3 : 6); ++F) {
       const SWEEP_R *m = e->m[F][2];
       if (!m) continue;
-      for (sweep_int x = h; x < x_lo; x += MX_VL) __builtin_prefetch(m + nb + x, 1, 3);
-      for (sweep_int x = x_hi; x < x_end; x += MX_VL) __builtin_prefetch(m + nb + x, 1, 3);
-      __builtin_prefetch(m + nb + x_lo - 1, 1, 3);
-      __builtin_prefetch(m + nb + x_end - 1, 1, 3);
+      SWEEP_FN(prefetch_cells)(m + nb, h, x_lo, 1);
+      SWEEP_FN(prefetch_cells)(m + nb, x_hi, x_end, 1);
     }
   }
   /* A forward row in the strips of one of z, y only (all but the corner
