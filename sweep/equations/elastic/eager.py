@@ -297,8 +297,8 @@ class EagerElastic(EagerStaggered):
             pos = [self.xp.astype(x > 0, x.dtype) for x in corners]
             safe = [mu * pos[0], *corners[1:]]  # x p + (1 - p); the shifted copies are ours
             safe[1:] = [_mul(x, p) for x, p in zip(safe[1:], pos[1:], strict=True)]
-            for x, p in zip(safe, pos, strict=True):
-                x += 1 - p
+            # Rebinding, not a bare loop of +=: immutable arrays (JAX) add out of place.
+            safe = [_add(x, 1 - p, owned=False) for x, p in zip(safe, pos, strict=True)]
             del corners, next_i
             inv = 1 / safe[0]
             for x in safe[1:]:
