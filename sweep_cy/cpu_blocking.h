@@ -340,6 +340,11 @@ static void SWEEP_FN(forward_blocked)(const SWEEP_EQ_PARAMS *p,
   {
     const unsigned int fp_state = sweep_flush_denormals();
     SWEEP_R *wrow = wrows ? wrows + sweep_thread_num() * SWEEP_BLOCK_WROW(p) : NULL;
+    /* A team of one (every call of run_by_shot, cpu_skeleton.h) needs no
+     * barrier between stages, and libgomp's costs a futex call even then:
+     * 2D order 2, one thread, 2 steps in groups of one row, ~300 ns per
+     * stage (benchmarks/README.md, issue 19). */
+    const int solo = sweep_num_threads() == 1;
     for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
       const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
       const sweep_int n_stages = SWEEP_FN(stage_count)(&b, nb);
@@ -352,10 +357,13 @@ static void SWEEP_FN(forward_blocked)(const SWEEP_EQ_PARAMS *p,
           SWEEP_FN(stage_steps)(&b, nb, k, &s_lo, &s_hi);
           const sweep_int ns = s_hi - s_lo + 1;
           const sweep_int n_items = p->n_shots * ns * b.n_chunks;
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
           for (sweep_int item = 0; item < n_items; ++item) {
             const sweep_int c = item % b.n_chunks, s = s_lo + (item / b.n_chunks) % ns;
             SWEEP_BLOCKED_ITEM_(adj, wrow, t0, tb, item / (b.n_chunks * ns), s, tile, k, c);
+          }
+          if (!solo) {
+#pragma omp barrier
           }
         }
       }
