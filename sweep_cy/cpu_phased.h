@@ -11,7 +11,8 @@
  * phases backwards, k = SWEEP_EQ_PHASES - 1 .. 0, each as rows, points,
  * ghosts.  Every output element is written by one thread in a fixed order
  * (bitwise independent of the number of threads).  The reach SWEEP_H may be
- * a run-time value (p->halo).  No temporal blocking.
+ * a run-time value (p->halo).  No temporal blocking, but for the fused 3D
+ * forward of a plug-in that defines SWEEP_EQ_TBLOCK_POINTS (tb_forward).
  *
  * Fused steps, where the plug-in defines SWEEP_EQ_FUSE(p, f) and it is true
  * for a call (no boundary saving): one sweep per step instead of one per
