@@ -11,7 +11,8 @@
  * phases backwards, k = SWEEP_EQ_PHASES - 1 .. 0, each as rows, points,
  * ghosts.  Every output element is written by one thread in a fixed order
  * (bitwise independent of the number of threads).  The reach SWEEP_H may be
- * a run-time value (p->halo).  No temporal blocking.
+ * a run-time value (p->halo).  No temporal blocking, but for the fused 3D
+ * forward of a plug-in that defines SWEEP_EQ_TBLOCK_POINTS (tb_forward).
  *
  * Fused steps, where the plug-in defines SWEEP_EQ_FUSE(p, f) and it is true
  * for a call (no boundary saving): one sweep per step instead of one per
@@ -182,6 +183,73 @@ static void SWEEP_FN(bs_reverse)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
 #endif
 #endif
 
+#if defined(SWEEP_EQ_FUSE) && defined(SWEEP_EQ_TBLOCK_POINTS) && SWEEP_NDIM == 3
+/* Temporal blocking of the fused 3D forward (where the plug-in defines
+ * SWEEP_EQ_TBLOCK_POINTS; a call that fuses and stores no snapshots): nb
+ * steps per pass over the planes in z, a wavefront: pass iteration i runs,
+ * for each step s of the pass, phase 0 (H) on plane i - s P and phase 1 (E)
+ * on plane i - s P - Q, every thread its own rows in y of each plane, then a
+ * barrier.  The phases read each other h planes either way (phase 0 at line
+ * i reads phase 1's lines i - h + 1 .. i + h, phase 1 at j phase 0's j - h ..
+ * j + h - 1), so Q = h and P = 2 h + 1 put every read of a plane (and every
+ * overwrite of a plane that another reads) in an iteration after the one that
+ * wrote (read) it: each read sees the time level of the unblocked sweep, the
+ * same cells get the same arithmetic (bitwise equal results).  The points
+ * (SWEEP_EQ_TBLOCK_POINTS(p, f, lists, shot, off, z, y, t, rec)): after a
+ * row's phase 1 of step t, its sources of step t and, when rec, its receivers
+ * of step t + 1 (E^{t+1}); a pass's first receivers before it (phase 0's
+ * points of the step).  SWEEP_EQ_TBLOCK_PREP(p, f): the plug-in's lists of
+ * the points by plane (malloc'd; NULL: not blocked, points off the updated
+ * rows).  Passes never cross the call (a callback chunk).
+ * SWEEP_EQ_TBLOCK_STEPS(p, h): steps per pass (1: not blocked). */
+#define SWEEP_TB_ROWS_(z, k)                                                               \
+  for (sweep_int y = y0; y < y1; ++y) SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, z, y, k)
+static void SWEEP_FN(tb_forward)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                 sweep_int t0, sweep_int n_steps, int n_threads, sweep_int T,
+                                 void *lists) {
+  const sweep_int h = SWEEP_H, ss = p->shot_stride;
+  const sweep_int Q = h, P = 2 * h + 1, lo = h, hi = p->shape[0] - h;
+  SWEEP_EQ_MODEL(f);
+  const SWEEP_R *pa[3], *pb[3];
+  SWEEP_FN(pml_profiles)(f, pa, pb);
+#pragma omp parallel num_threads(n_threads)
+  {
+    const unsigned int fp_state = sweep_flush_denormals();
+    SWEEP_EQ_FWD_STATE(f);
+    const int tid = sweep_thread_num(), nth = sweep_num_threads();
+    const sweep_int ny = p->shape[1] - 2 * h;
+    const sweep_int y0 = h + ny * tid / nth, y1 = h + ny * (tid + 1) / nth;
+    for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+      const sweep_int off = shot * ss;
+      SWEEP_EQ_FWD_SHOT(f, off);
+      for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
+        const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
+#pragma omp single
+        SWEEP_EQ_FWD_POINTS(p, f, 0, shot, off, tb);
+        for (sweep_int i = lo; i < hi + Q + (nb - 1) * P; ++i) {
+          for (sweep_int s = 0; s < nb; ++s) {
+            const sweep_int zh = i - s * P, ze = zh - Q;
+            if (zh < lo) break;
+            if (zh < hi) SWEEP_TB_ROWS_(zh, 0);
+            if (ze >= lo && ze < hi)
+              for (sweep_int y = y0; y < y1; ++y) {
+                SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, ze, y, 1);
+                SWEEP_EQ_TBLOCK_POINTS(p, f, lists, shot, off, ze, y, tb + s, s + 1 < nb);
+              }
+          }
+          if (nth > 1) {
+#pragma omp barrier
+          }
+        }
+      }
+    }
+    sweep_restore_fp(fp_state);
+  }
+  free(lists);
+}
+#undef SWEEP_TB_ROWS_
+#endif
+
 void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t0,
                       sweep_int n_steps, int n_threads) {
   if (SWEEP_FN(split_by_shot)(p, n_threads)) {
@@ -209,6 +277,16 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
       ;
 #else
   const int fuse = 0;
+#endif
+#if defined(SWEEP_EQ_FUSE) && defined(SWEEP_EQ_TBLOCK_POINTS) && SWEEP_NDIM == 3
+  if (fuse && !f->store) {
+    const sweep_int T = SWEEP_EQ_TBLOCK_STEPS(p, h);
+    void *lists = T > 1 ? SWEEP_EQ_TBLOCK_PREP(p, f) : NULL;
+    if (lists) {
+      SWEEP_FN(tb_forward)(p, f, t0, n_steps, n_threads, T, lists);
+      return;
+    }
+  }
 #endif
   const sweep_int n_strips = n_threads, n_strip_items = p->n_shots * n_strips;
   (void)n_strip_items;

@@ -362,6 +362,96 @@ static void SWEEP_FN(mx_adj_points)(const sweep_acoustic_params *p, const sweep_
   }
 }
 
+#if SWEEP_NDIM == 3
+/* ---- Temporal blocking of the 3D forward (cpu_phased.h's tb_forward) ---- */
+
+/* The points of every shot sorted by plane (stable: a cell's sources add in
+ * the order of the fused step): n + 1 starts per shot (shape[0] + 1 each),
+ * then the point numbers, for the sources and then the receivers.  NULL
+ * where a point lies off the rows that the sweep updates (in a halo). */
+static void *SWEEP_FN(mx_tb_prep)(const sweep_acoustic_params *p,
+                                  const sweep_elastic_fields *f) {
+  const sweep_int nz = p->shape[0], ns = p->n_shots, ss = p->shot_stride;
+  const sweep_int n_src = f->src_amp ? p->n_src : 0, n_rec = f->rec ? p->n_rec : 0;
+  sweep_int *l = (sweep_int *)calloc((size_t)(2 * ns * (nz + 1) + ns * (n_src + n_rec)) + 1,
+                                     sizeof(sweep_int));
+  sweep_int *start = l, *idx = l + 2 * ns * (nz + 1);
+  for (int kind = 0; kind < 2; ++kind) {
+    const sweep_int n = kind ? n_rec : n_src;
+    const sweep_int *loc = kind ? f->rec_idx : f->src_idx;
+    for (sweep_int shot = 0; shot < ns; ++shot) {
+      sweep_int *st = start + (kind * ns + shot) * (nz + 1);
+      sweep_int *ix = idx + (kind ? ns * n_src : 0) + shot * n;
+      for (sweep_int k = 0; k < n; ++k) {
+        const sweep_int c = loc[shot * n + k] % ss, z = c / p->stride[0];
+        const sweep_int y = c % p->stride[0] / p->stride[1], h = p->halo;
+        if (z < h || z >= nz - h || y < h || y >= p->shape[1] - h) {
+          free(l); /* a point off the updated rows: not blocked */
+          return NULL;
+        }
+        ++st[z + 1];
+      }
+      for (sweep_int z = 0; z < nz; ++z) st[z + 1] += st[z];
+      sweep_int *fill = (sweep_int *)malloc(sizeof(sweep_int) * (size_t)(nz + 1));
+      memcpy(fill, st, sizeof(sweep_int) * (size_t)(nz + 1));
+      for (sweep_int k = 0; k < n; ++k) {
+        const sweep_int j = loc[shot * n + k];
+        ix[fill[(j % ss) / p->stride[0]]++] = k;
+      }
+      free(fill);
+    }
+  }
+  return l;
+}
+
+/* After phase E of row (z, y) of step t: the row's sources of step t, then
+ * (rec) its receivers of step t + 1, in the order of mx_fwd_points. */
+static inline void SWEEP_FN(mx_tb_points)(const sweep_acoustic_params *p,
+                                          const sweep_elastic_fields *f,
+                                          const SWEEP_FN(mx_ctx_t) * e, const sweep_int *l,
+                                          sweep_int shot, sweep_int off, sweep_int z,
+                                          sweep_int y, sweep_int t, int rec) {
+  const sweep_int nz = p->shape[0], ns = p->n_shots, ss = p->shot_stride;
+  const sweep_int n_src = f->src_amp ? p->n_src : 0, n_rec = f->rec ? p->n_rec : 0;
+  const sweep_int *st = l + shot * (nz + 1) + z, *ix = l + 2 * ns * (nz + 1) + shot * n_src;
+  for (sweep_int q = st[0]; q < st[1]; ++q) {
+    const sweep_int k = ix[q], j = f->src_idx[shot * n_src + k], F = j / ss, cell = j - F * ss;
+    if (cell % p->stride[0] / p->stride[1] != y) continue;
+    const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
+    SWEEP_FN(mx_source)(e, F, off, cell, amp[(shot * n_src + k) * p->nt + t]);
+  }
+  if (!rec) return;
+  st = l + (ns + shot) * (nz + 1) + z;
+  ix = l + 2 * ns * (nz + 1) + ns * n_src + shot * n_rec;
+  SWEEP_R *out = (SWEEP_R *)f->rec;
+  for (sweep_int q = st[0]; q < st[1]; ++q) {
+    const sweep_int r = ix[q], j = f->rec_idx[shot * n_rec + r], F = j / ss, cell = j - F * ss;
+    if (cell % p->stride[0] / p->stride[1] != y) continue;
+    out[(shot * n_rec + r) * p->nt + t + 1] = e->f[F][off + cell];
+  }
+}
+
+/* Steps per pass: p->block_steps when given (the time_blocking setting's
+ * steps; 1: not blocked), else as many as keep the pass's window of planes
+ * (Q + (T - 1) P + 1 updated, h more each side) of the 6 fields and 9
+ * coefficients within SWEEP_MX_TB_BYTES (mx3d-o4, 104^2 planes: T = 5 .. 8
+ * the same, 0.52 s against 0.56 s at T = 4; T >= 12 slower), at most 8. */
+#ifndef SWEEP_MX_TB_BYTES
+#define SWEEP_MX_TB_BYTES (20 << 20)
+#endif
+static sweep_int SWEEP_FN(mx_tb_steps)(const sweep_acoustic_params *p, sweep_int h) {
+  if (p->block_steps > 0) return p->block_steps;
+  const double plane = (double)p->shape[1] * p->shape[2] * sizeof(SWEEP_R) * 15;
+  const double w = SWEEP_MX_TB_BYTES / plane - 3 * h - 1;
+  const sweep_int T = w > 0 ? 1 + (sweep_int)(w / (2 * h + 1)) : 1;
+  return T > 8 ? 8 : T;
+}
+#define SWEEP_EQ_TBLOCK_PREP(p, f) SWEEP_FN(mx_tb_prep)(p, f)
+#define SWEEP_EQ_TBLOCK_STEPS(p, h) SWEEP_FN(mx_tb_steps)(p, h)
+#define SWEEP_EQ_TBLOCK_POINTS(p, f, l, shot, off, z, y, t, rec) \
+  SWEEP_FN(mx_tb_points)(p, f, &stag_base, (const sweep_int *)(l), shot, off, z, y, t, rec)
+#endif
+
 /* ---- The hooks of cpu_skeleton.h / cpu_phased.h (cpu_staggered_hooks.h) ---- */
 
 #define SWEEP_STAG(name) SWEEP_FN(mx_##name)

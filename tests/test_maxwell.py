@@ -335,6 +335,24 @@ def test_callbacks_restart_and_snapshots():
     np.testing.assert_allclose(got, full.receivers, rtol=0, atol=1e-13 * np.abs(got).max())
 
 
+@pytest.mark.parametrize("accuracy", [2, 4])
+def test_maxwell3d_forward_blocked_in_time_is_bitwise_unblocked(accuracy):
+    """The 3D forward's passes of several steps (and callback chunks) change no bit."""
+    # 4 shots on 3 threads: the threads share every shot's planes (past the
+    # small-problem cut to one thread).
+    models, rest = _problem("maxwell3d", nt=23, accuracy=accuracy, n_shots=4)
+    rest = dict(rest, impl="c", n_threads=3)
+    with sweep.config(time_blocking="1,1,1"):
+        ref = sweep.maxwell3d(*models, **rest)
+    for steps in ("2,1,1", "5,1,1", "auto"):
+        with sweep.config(time_blocking=steps):
+            for extra in ({}, {"forward_callback": lambda s: None, "callback_frequency": 7}):
+                out = sweep.maxwell3d(*models, **rest, **extra)
+                assert out.receivers.tobytes() == ref.receivers.tobytes()
+                for k, v in ref.state.items():
+                    assert np.asarray(out.state[k]).tobytes() == np.asarray(v).tobytes(), k
+
+
 def test_float32_runs_close_to_float64():
     models, rest = _problem("maxwell3d", nt=16)
     want = sweep.maxwell3d(*models, **rest).receivers

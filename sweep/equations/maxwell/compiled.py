@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import _hostmem
+from ... import _blocking, _hostmem
 from ..._compiled import CompiledStepper, _Fields
 from ..._grid import Geometry
 from ..._stepper import ForwardState
@@ -236,6 +236,16 @@ class CompiledMaxwell(CompiledElastic):
         return tuple(self.xp.ascontiguousarray(adj.grad[k].sum(axis=0)) for k in sorted(adj.grad))
 
     # -- the hooks of CompiledStepper -----------------------------------------------
+    def _params(self, store_every: int, band: bool) -> np.ndarray:
+        p = super()._params(store_every, band)
+        # The 3D forward's temporal blocking picks its steps per pass in C;
+        # SWEEP_TIME_BLOCKING / sweep.config(time_blocking=...) fixes them
+        # (its first number; 1: off).
+        fixed = _blocking._override()
+        if fixed is not None and self.xp is np and self.geom.ndim == 3:
+            p["block_steps"] = fixed[0]
+        return p
+
     @functools.cached_property
     def _elastic_constants(self) -> dict[str, Any]:
         # No per-cell velocity weights: Maxwell's free faces are images.
