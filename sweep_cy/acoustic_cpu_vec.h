@@ -27,10 +27,7 @@
  *   SWEEP_VEC_FWD_XPSI_(k), SWEEP_VEC_FWD_OPSI_(k): those of D1 psi;
  *   SWEEP_VEC_FWD_CELL: declarations per vector of cells the taps use;
  *   SWEEP_VEC_M1 1: the rows take a second model m1 (VRZ's buoyancy), whose
- *     row the window mw slides over (else mw is a copy of uw, never read);
- *   SWEEP_VEC_XPSI_M1 1 (with SWEEP_VEC_M1): in an x-CPML segment the
- *     window pw holds m1 psi, each lane's product formed once as the window
- *     slides (SWEEP_VEC_FWD_XPSI_ then taps pw alone: the same products).
+ *     row the window mw slides over (else mw is a copy of uw, never read).
  */
 #ifndef SWEEP_VEC_FWD_OP
 #define SWEEP_VEC_FWD_OP SWEEP_D2
@@ -41,14 +38,6 @@
 #define SWEEP_VEC_FWD_CELL (void)0
 #define SWEEP_VEC_M1 0
 #endif
-#ifndef SWEEP_VEC_XPSI_M1
-#define SWEEP_VEC_XPSI_M1 0
-#endif
-/* pw's lanes times mw's (the x taps of m1 psi), when SWEEP_VEC_XPSI_M1. */
-#define SWEEP_XPSI_M1_(fld)                                   \
-  do {                                                        \
-    if (SWEEP_VEC_XPSI_M1 && (mask & 4)) pw.fld *= mw.fld;    \
-  } while (0)
 
 #if SWEEP_HAVE_VEC
 /* The x taps of the cells [x, x + VL) from a window. */
@@ -154,9 +143,6 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
       mw = SWEEP_FN(window_at)(m1_row, xt);
       SWEEP_FN(window_next)(&mw, m1_row, xt, nx);
     }
-    SWEEP_XPSI_M1_(prev);
-    SWEEP_XPSI_M1_(cur);
-    SWEEP_XPSI_M1_(next);
     SWEEP_FN(fwd_vec)(p, v2dt2, m1, u, tb.v[3], psi, psi_new, zt, pa, pb, ra, rb, tp,
                       wrow ? wrow + xt : NULL, i, xt, uw, pw, mw, mask);
   }
@@ -164,13 +150,10 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(fwd_row_vec)(
   SWEEP_FN(window) uw = SWEEP_FN(window_at)(row, x);
   SWEEP_FN(window) pw = mask & 4 ? SWEEP_FN(window_at)(psi_row, x) : uw;
   SWEEP_FN(window) mw = SWEEP_VEC_M1 ? SWEEP_FN(window_at)(m1_row, x) : uw;
-  SWEEP_XPSI_M1_(prev);
-  SWEEP_XPSI_M1_(cur);
   for (; x + SWEEP_VL <= x1; x += SWEEP_VL) {
     SWEEP_FN(window_next)(&uw, row, x, nx);
     if (mask & 4) SWEEP_FN(window_next)(&pw, psi_row, x, nx);
     if (SWEEP_VEC_M1) SWEEP_FN(window_next)(&mw, m1_row, x, nx);
-    SWEEP_XPSI_M1_(next);
     const sweep_int i = base + x;
     SWEEP_R *zt[3];
     for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) zt[d] = zeta[d] + i;
@@ -363,5 +346,3 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(recon_row_vec)(
 #undef SWEEP_VEC_FWD_OPSI_
 #undef SWEEP_VEC_FWD_CELL
 #undef SWEEP_VEC_M1
-#undef SWEEP_VEC_XPSI_M1
-#undef SWEEP_XPSI_M1_

@@ -41,8 +41,7 @@
   (void)bb_
 #define SWEEP_VEC_FWD_XOP_(k) ((b0_ + SWEEP_WINDOW_TAP(mw, k)) * (SWEEP_TAP_XU_(k) - u0_))
 #define SWEEP_VEC_FWD_OOP_(k) ((b0_ + SWEEP_OUTER_TAP(bb_, tp, s_, k)) * (SWEEP_TAP_OU_(k) - u0_))
-#define SWEEP_VEC_XPSI_M1 1 /* pw holds B psi in x-CPML segments */
-#define SWEEP_VEC_FWD_XPSI_(k) SWEEP_TAP_XPSI_(k)
+#define SWEEP_VEC_FWD_XPSI_(k) (SWEEP_WINDOW_TAP(mw, k) * SWEEP_TAP_XPSI_(k))
 #define SWEEP_VEC_FWD_OPSI_(k) (SWEEP_OUTER_TAP(bb_, tp, s_, k) * SWEEP_TAP_OPSI_(k))
 #include "acoustic_cpu_vec.h"
 
