@@ -220,7 +220,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
  * per tap (z and y taps at a run-time stride, x taps too): at order 8 a
  * plain phase-V vector of 8 cells held 72 field loads and ~60 reloads of
  * those pointers from the stack (224 instructions; order 4: 128), phase S
- * alike, so order 8's plain cells cost 2x order 4's.  Here the rows run
+ * alike.  Here the rows run
  * per output (phase V: each velocity; phase S: the three normal stresses,
  * then each shear pair), in vectors of 32 bytes, with the z and y taps at
  * byte offsets held in registers (+-1 and +-3 strides; 2 and 4 by the
@@ -229,7 +229,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
  * again; x taps are displacements.  Each output's expression is the point
  * function's, operation for operation (SWEEP_FMA on vectors rounds as on
  * scalars), so the results are bitwise the same; the remainder of a row
- * (fewer than a vector) runs the point functions. */
+ * (fewer than a vector) runs the point functions.  This cut the
+ * instructions (an o8 V output: 71, 8 stack loads) but not the time: the
+ * rows wait on memory (el_prefetch_ahead, below, is what paid;
+ * benchmarks/README.md). */
 #if SWEEP_NDIM == 3 && defined(__GNUC__) && !defined(__clang__)
 #define EL_XVEC 1
 #define EL_VL (32 / (sweep_int)sizeof(SWEEP_R))
