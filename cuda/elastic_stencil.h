@@ -66,6 +66,11 @@
  * point functions take the coordinates as scalars, as a local array in an
  * `omp simd` loop (one lane each) kept the CPU's loops from vectorising. */
 #define EL_C(d) ((d) == 0 ? cz : (d) == 1 ? cy : cx)
+/* Element stride along kernel axis d: x's is 1 (the padded grids are
+ * C-contiguous), a literal, so an x tap addresses as its field's pointer plus
+ * a displacement rather than a pointer of its own (the 3D o8 rows' taps
+ * outnumbered the registers: per-tap pointers reloaded from the stack). */
+#define EL_ST(e, d) ((d) == 2 ? (sweep_int)1 : (e)->st[d])
 
 /* Pointers of one call (fields, memory variables and gradients offset to one
  * shot by the caller) and the facts of the grid. */
@@ -199,7 +204,7 @@ SWEEP_HD void SWEEP_FN(el_step_v)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, F = EL_S(a, b), fw = a == b;
-      SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, e->st[d], fw, e->ws, 1, nh, e->nh) * e->rdx[d];
+      SWEEP_R D = SWEEP_FN(stag_diff)(e->f[F] + i, EL_ST(e, d), fw, e->ws, 1, nh, e->nh) * e->rdx[d];
       if (mask & (1 << d))
         D = SWEEP_FN(stag_stretch)(e->m[F][d] + i, fw ? e->pah[d] : e->pa[d],
                                    fw ? e->pbh[d] : e->pb[d], EL_C(d), D);
@@ -228,7 +233,7 @@ SWEEP_HD void SWEEP_FN(el_step_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int i,
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, fw = j != b;
-      SWEEP_R x = SWEEP_FN(stag_diff)(e->f[j] + i, e->st[d], fw, e->wv[d][fw] + EL_C(d), e->n[d],
+      SWEEP_R x = SWEEP_FN(stag_diff)(e->f[j] + i, EL_ST(e, d), fw, e->wv[d][fw] + EL_C(d), e->n[d],
                                     nh, e->nh) * e->rdx[d];
       if (mask & (1 << d))
         x = SWEEP_FN(stag_stretch)(e->m[j][d] + i, fw ? e->pah[d] : e->pa[d],
@@ -312,7 +317,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_adj_a_tap)(const SWEEP_FN(elastic_ctx) * e, sweep_i
                                         const int cpml, const int nh, int t, SWEEP_R sum,
                                         const int pre) {
   const int d = EL_A0 + b, fw = j != b;
-  const sweep_int o = fw ? 0 : -1, s = e->st[d], nw = e->n[d];
+  const sweep_int o = fw ? 0 : -1, s = EL_ST(e, d), nw = e->n[d];
   const SWEEP_R *w = e->wv[d][fw] + EL_C(d);
   const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
   const SWEEP_R *P = e->m[j][d];
@@ -416,7 +421,7 @@ SWEEP_HD void SWEEP_FN(el_adj_b)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, F = EL_S(a, b), fw = a == b;
-      const sweep_int o = fw ? 0 : -1, s = e->st[d];
+      const sweep_int o = fw ? 0 : -1, s = EL_ST(e, d);
       const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
       const int cpml = mask & (1 << d);
       SWEEP_R sum = 0;
@@ -446,7 +451,7 @@ SWEEP_HD void SWEEP_FN(el_adj_b_halo)(const SWEEP_FN(elastic_ctx) * e, sweep_int
     SWEEP_UNROLL
     for (int b = 0; b < EL_ND; ++b) {
       const int d = EL_A0 + b, F = EL_S(a, b), fw = a == b;
-      const sweep_int o = fw ? 0 : -1, s = e->st[d];
+      const sweep_int o = fw ? 0 : -1, s = EL_ST(e, d);
       const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
       SWEEP_R sum = 0;
       for (int k = 1; k <= e->nh; ++k) {
