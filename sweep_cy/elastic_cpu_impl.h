@@ -547,14 +547,9 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_psi)(
   }
 }
 
-/* Row (z, y) of one shot in one phase: kind 0/1 forward V/S (wr: the row's
- * snapshot values, or NULL), 2/3 adjoint A/B (st: the row's snapshot from
- * its first stored cell, or NULL; vs: its value stride); boundary saving:
- * 4/5 forward V/S on the segments with C-PML terms only (the CPML replay),
- * 6/7 phase V/S undone on the plain segment only (the reconstruction). */
 /* Prefetches, before a 3D forward row (z, y) of phase kind (0: V, 1: S),
- * the cells [h, nx - h) of the row EL_PF_ROWS rows on that the phase reads
- * first from memory: its coefficients and the fields it updates, and (V)
+ * the cells [h, nx - h) of the row EL_PF_ROWS rows on, where the phase
+ * first reads from memory: its coefficients and the fields it updates, and (V)
  * the stresses' leading taps (z-tapped ones h planes on, y-tapped ones h
  * rows on).  perf of the 3D o8 plain rows: ~40 % of their samples sat on
  * the loads of the coefficient and of the updated field. */
@@ -591,6 +586,11 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_ahead)(
 #undef EL_PF_
 }
 
+/* Row (z, y) of one shot in one phase: kind 0/1 forward V/S (wr: the row's
+ * snapshot values, or NULL), 2/3 adjoint A/B (st: the row's snapshot from
+ * its first stored cell, or NULL; vs: its value stride); boundary saving:
+ * 4/5 forward V/S on the segments with C-PML terms only (the CPML replay),
+ * 6/7 phase V/S undone on the plain segment only (the reconstruction). */
 static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
     const sweep_acoustic_params *p, const SWEEP_FN(el_ctx_t) * e, SWEEP_R *wr,
     const SWEEP_R *st, sweep_int vs, sweep_int z, sweep_int y, const int kind) {
