@@ -587,14 +587,16 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_ahead)(
 }
 
 #if SWEEP_NDIM == 3
-/* Prefetches, before 3D adjoint row (z, y) of phase k (1: A, the adjoint of
- * S; 0: B, of V), the cells [h, nx - h) of the row EL_PF_ROWS rows on in
- * the work item's tile (w's rows; past its last row, the next plane's first
- * ones), where the phase first reads from memory: A the coefficients b_j
- * and the velocities it updates; B the stresses it updates and, on a step
- * with a gradient (st: this row's snapshot, value v of cell x at
+/* Prefetches, before 3D adjoint row (z, y) of phase B (k 0, the adjoint of
+ * V), the cells [h, nx - h) of the row EL_PF_ROWS rows on in the work
+ * item's tile (w's rows; past its last row, the next plane's first ones),
+ * where the phase first reads from memory: the stresses it updates and, on
+ * a step with a gradient (st: this row's snapshot, value v of cell x at
  * st[x - store_lo[2] + v vs]), the velocities, the snapshot's values and the
- * gradients it updates.  The products (gb) are the window's, in cache. */
+ * gradients it updates (33 arrays in all, more streams than the hardware
+ * follows).  The products (gb) are the window's, in cache.  Phase A (k 1:
+ * its coefficients b_j and velocities, 6 streams) gained nothing from it
+ * (perf, 3D o8: its plain rows' samples 339 -> 329). */
 static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_adj)(
     const sweep_acoustic_params *p, const SWEEP_FN(el_win_t) * w, const SWEEP_FN(el_ctx_t) * e,
     const SWEEP_R *st, sweep_int vs, sweep_int z, sweep_int y, const int k) {
@@ -604,11 +606,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_adj)(
   if (ya >= y1) za += 1, ya = y0 + (ya - y1);
   if (ya >= y1 || za >= p->shape[0] - h) return;
   const sweep_int r = za * s0 + ya * s1, x0 = h, x1 = p->shape[2] - h;
-  if (k) {
-    for (int a = 0; a < EL_ND; ++a) SWEEP_FN(prefetch_cells)(e->c[EL_CB(a)] + r, x0, x1, 0);
-    for (int a = 0; a < EL_ND; ++a) SWEEP_FN(prefetch_cells)(e->f[a] + r, x0, x1, 1);
-    return;
-  }
+  if (k) return;
   for (int F = EL_ND; F < EL_NF; ++F) SWEEP_FN(prefetch_cells)(e->f[F] + r, x0, x1, 1);
   if (!st) return;
   for (int a = 0; a < EL_ND; ++a) SWEEP_FN(prefetch_cells)(e->f[a] + r, x0, x1, 0);
