@@ -586,38 +586,6 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_ahead)(
 #undef EL_PF_
 }
 
-#if SWEEP_NDIM == 3
-/* Prefetches, before 3D adjoint row (z, y) of phase B (k 0, the adjoint of
- * V), the cells [h, nx - h) of the row EL_PF_ROWS rows on in the work
- * item's tile (w's rows; past its last row, the next plane's first ones),
- * where the phase first reads from memory: the stresses it updates and, on
- * a step with a gradient (st: this row's snapshot, value v of cell x at
- * st[x - store_lo[2] + v vs]), the velocities, the snapshot's values and the
- * gradients it updates (33 arrays in all, more streams than the hardware
- * follows).  The products (gb) are the window's, in cache.  Phase A (k 1:
- * its coefficients b_j and velocities, 6 streams) gained nothing from it
- * (perf, 3D o8: its plain rows' samples 339 -> 329). */
-static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_adj)(
-    const sweep_acoustic_params *p, const SWEEP_FN(el_win_t) * w, const SWEEP_FN(el_ctx_t) * e,
-    const SWEEP_R *st, sweep_int vs, sweep_int z, sweep_int y, const int k) {
-  const sweep_int h = p->halo, s0 = p->stride[0], s1 = p->stride[1];
-  const sweep_int y0 = w->seg0 / s1 + h, y1 = y0 + w->segn / s1 - 2 * h;
-  sweep_int za = z, ya = y + EL_PF_ROWS;
-  if (ya >= y1) za += 1, ya = y0 + (ya - y1);
-  if (ya >= y1 || za >= p->shape[0] - h) return;
-  const sweep_int r = za * s0 + ya * s1, x0 = h, x1 = p->shape[2] - h;
-  if (k) return;
-  for (int F = EL_ND; F < EL_NF; ++F) SWEEP_FN(prefetch_cells)(e->f[F] + r, x0, x1, 1);
-  if (!st) return;
-  for (int a = 0; a < EL_ND; ++a) SWEEP_FN(prefetch_cells)(e->f[a] + r, x0, x1, 0);
-  for (int g = 0; g < EL_NC; ++g) SWEEP_FN(prefetch_cells)(e->g[g] + r, x0, x1, 1);
-  if (za >= p->store_hi[0] || ya < p->store_lo[1] || ya >= p->store_hi[1]) return;
-  const sweep_int m1 = p->store_hi[1] - p->store_lo[1], m2 = p->store_hi[2] - p->store_lo[2];
-  const SWEEP_R *sa = st + ((za - z) * m1 + (ya - y)) * m2 - p->store_lo[2];
-  for (int v = 0; v < EL_NF; ++v) SWEEP_FN(prefetch_cells)(sa + v * vs, x0, x1, 0);
-}
-#endif
-
 /* Row (z, y) of one shot in one phase: kind 0/1 forward V/S (wr: the row's
  * snapshot values, or NULL), 2/3 adjoint A/B (st: the row's snapshot from
  * its first stored cell, or NULL; vs: its value stride); boundary saving:
@@ -906,15 +874,8 @@ static void SWEEP_FN(el_rev_points)(const sweep_acoustic_params *p, const sweep_
 #define SWEEP_EQ_ADJ_STATE_END() free(el_win.buf)
 #define SWEEP_EQ_ADJ_SHOT(f, off) SWEEP_FN(el_ctx_t) stag_e = SWEEP_FN(el_shot)(&stag_base, off)
 #define SWEEP_EQ_ADJ_TILE(p, shot, y0, k, t) SWEEP_FN(el_win_tile)(p, &el_win, shot, y0, SWEEP_TILE_Y, k, t)
-#if SWEEP_NDIM == 3
-#define EL_PF_ADJ_(p, st, z, y, k) \
-  SWEEP_FN(el_prefetch_adj)(p, &el_win, &stag_e, st, SWEEP_SNAP_STRIDE(p), z, y, k)
-#else
-#define EL_PF_ADJ_(p, st, z, y, k) ((void)0)
-#endif
 #define SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, st)                                   \
   ((void)(pa), (void)(pb),                                                              \
    SWEEP_FN(el_win_rows)(p, &el_win, &stag_e, SWEEP_NDIM == 3 ? (z) : (y), k),          \
-   EL_PF_ADJ_(p, st, z, y, k),                                                          \
    SWEEP_STAG(row)(p, &stag_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
 #include "cpu_staggered_hooks.h"
