@@ -133,39 +133,15 @@ static inline __attribute__((always_inline)) void SWEEP_FN(window_slide)(SWEEP_F
   ((k) == 0 ? (w_).cur : (k) > 0 ? SWEEP_VSHIFT((w_).cur, (w_).next, (k))   \
                                  : SWEEP_VSHIFT((w_).prev, (w_).cur, SWEEP_VL + (k)))
 
-/*
- * Byte offsets of the outer axes' taps (z and y; per axis d: +-stride and
- * +-3 strides, the other taps are these times 2 or 4, so reaches up to 4).
- * A field's taps then address as row pointer + offset * scale, so a vector
- * needs the row pointer and these four registers per axis.  Through
- * u + i + k * stride the
- * compiler kept one pointer per tap (16 in 3D, plus psi's) and reloaded
- * them from the stack every vector: 7 of 72 instructions of the 3D plain
- * acoustic loop, 13-20 of ~122 with one CPML axis, 24-31 of ~178 with two
- * (now 1, 6-7 and 12-16).  The 3D row loops hide their values from the
- * compiler once per vector (SWEEP_TAPS_OPAQUE, an empty asm), which stops it
- * from deriving per-tap pointers again.
- */
-typedef struct SWEEP_FN(taps) {
-  sweep_int p1[2], p3[2], m1[2], m3[2];
-} SWEEP_FN(taps);
+#include "cpu_taps.h"
 
 static inline __attribute__((always_inline)) SWEEP_FN(taps)
     SWEEP_FN(taps_of)(const SWEEP_EQ_PARAMS *p) {
-  SWEEP_FN(taps) t = {{0, 0}, {0, 0}, {0, 0}, {0, 0}};
-  for (int d = SWEEP_FIRST_AXIS; d < 2; ++d) {
-    t.p1[d] = p->stride[d] * (sweep_int)sizeof(SWEEP_R);
-    t.p3[d] = 3 * t.p1[d];
-    t.m1[d] = -t.p1[d];
-    t.m3[d] = -t.p3[d];
-  }
-  return t;
+  return SWEEP_FN(taps_of_strides)(p->stride, SWEEP_FIRST_AXIS);
 }
 
 #if SWEEP_NDIM == 3 || (defined(SWEEP_VEC_M1) && SWEEP_VEC_M1)
-#define SWEEP_TAPS_OPAQUE(t)                                                          \
-  __asm__("" : "+r"((t).p1[0]), "+r"((t).p3[0]), "+r"((t).m1[0]), "+r"((t).m3[0]),  \
-          "+r"((t).p1[1]), "+r"((t).p3[1]), "+r"((t).m1[1]), "+r"((t).m3[1]))
+#define SWEEP_TAPS_OPAQUE(t) SWEEP_TAPS_HIDE(t)
 #else
 /* 2D (one outer axis, 8 taps, fewer pointers) measured 2 % slower with it
  * (forward order 4, 0.116 -> 0.119 s): there the compiler keeps its own.
@@ -175,17 +151,6 @@ static inline __attribute__((always_inline)) SWEEP_FN(taps)
 #define SWEEP_TAPS_OPAQUE(t) ((void)(t))
 #endif
 
-/* Offset in bytes of tap k of outer axis d from the offsets tp. */
-#define SWEEP_TAP_BYTES(tp, d, k)                                                 \
-  ((k) == 1    ? (tp).p1[d]                                                       \
-   : (k) == 2  ? 2 * (tp).p1[d]                                                   \
-   : (k) == 3  ? (tp).p3[d]                                                       \
-   : (k) == 4  ? 4 * (tp).p1[d]                                                   \
-   : (k) == -1 ? (tp).m1[d]                                                       \
-   : (k) == -2 ? 2 * (tp).m1[d]                                                   \
-   : (k) == -3 ? (tp).m3[d]                                                       \
-   : (k) == -4 ? 4 * (tp).m1[d]                                                   \
-               : 0)
 /* The vector at tap k of outer axis d from ptr (a cell of the row). */
 #define SWEEP_OUTER_TAP(ptr, tp, d, k) \
   SWEEP_LD((const SWEEP_R *)((const char *)(ptr) + SWEEP_TAP_BYTES(tp, d, k)))

@@ -26,6 +26,7 @@
 #define SWEEP_EQ_FIELDS sweep_elastic_fields
 #include "elastic_stencil.h"
 #include "cpu_rows.h"
+#include "cpu_taps.h"
 
 typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
 
@@ -238,44 +239,22 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
 #define EL_VL (32 / (sweep_int)sizeof(SWEEP_R))
 typedef SWEEP_R SWEEP_FN(el_v) __attribute__((vector_size(32)));
 typedef SWEEP_R SWEEP_FN(el_uv) __attribute__((vector_size(32), aligned(sizeof(SWEEP_R))));
-typedef struct SWEEP_FN(el_taps) {
-  sweep_int p1[2], p3[2], m1[2], m3[2];
-} SWEEP_FN(el_taps);
 #define EL_VLD(ptr) (*(const SWEEP_FN(el_uv) *)(ptr))
 #define EL_VST(ptr, v) (*(SWEEP_FN(el_uv) *)(ptr) = (v))
-#define EL_OPAQUE(t)                                                                 \
-  __asm__("" : "+r"((t).p1[0]), "+r"((t).p3[0]), "+r"((t).m1[0]), "+r"((t).m3[0]), \
-          "+r"((t).p1[1]), "+r"((t).p3[1]), "+r"((t).m1[1]), "+r"((t).m3[1]))
 /* Byte offset of the tap m strides along kernel axis d (0, 1: from t; 2: x). */
-#define EL_TB(t, d, m)                                                                  \
-  ((d) == 2      ? (sweep_int)((m) * (sweep_int)sizeof(SWEEP_R))                        \
-   : (m) == 1    ? (t).p1[d]                                                            \
-   : (m) == 2    ? 2 * (t).p1[d]                                                        \
-   : (m) == 3    ? (t).p3[d]                                                            \
-   : (m) == 4    ? 4 * (t).p1[d]                                                        \
-   : (m) == -1   ? (t).m1[d]                                                            \
-   : (m) == -2   ? 2 * (t).m1[d]                                                        \
-   : (m) == -3   ? (t).m3[d]                                                            \
-   : (m) == -4   ? 4 * (t).m1[d]                                                        \
-                 : (sweep_int)0)
+#define EL_TB(t, d, m) \
+  ((d) == 2 ? (sweep_int)((m) * (sweep_int)sizeof(SWEEP_R)) : SWEEP_TAP_BYTES(t, d, m))
 #define EL_VTAP(ptr, t, d, m) EL_VLD((const char *)(ptr) + EL_TB(t, d, m))
 
-static inline __attribute__((always_inline)) SWEEP_FN(el_taps)
+static inline __attribute__((always_inline)) SWEEP_FN(taps)
     SWEEP_FN(el_taps_of)(const SWEEP_FN(el_ctx_t) * e) {
-  SWEEP_FN(el_taps) t;
-  for (int d = 0; d < 2; ++d) {
-    t.p1[d] = e->st[d] * (sweep_int)sizeof(SWEEP_R);
-    t.p3[d] = 3 * t.p1[d];
-    t.m1[d] = -t.p1[d];
-    t.m3[d] = -t.p3[d];
-  }
-  return t;
+  return SWEEP_FN(taps_of_strides)(e->st, 0);
 }
 
 /* stag_diff on the vector of cells at f (nh taps, a literal), the weights
  * w[0 .. nh) as vectors. */
 static inline __attribute__((always_inline)) SWEEP_FN(el_v)
-    SWEEP_FN(el_vdiff)(const SWEEP_R *f, const SWEEP_FN(el_taps) t, const int d, const int fw,
+    SWEEP_FN(el_vdiff)(const SWEEP_R *f, const SWEEP_FN(taps) t, const int d, const int fw,
                        const SWEEP_FN(el_v) *w, const int nh) {
   const int o = fw ? 0 : -1;
   SWEEP_FN(el_v) acc = {0};
@@ -326,7 +305,7 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(el_fwd_v_vec)(EL
   (void)st, (void)vs, (void)z, (void)y;
   typedef SWEEP_FN(el_v) V;
   const sweep_int pitch = e->n[2], xv = x0 + (x1 - x0) / EL_VL * EL_VL;
-  const SWEEP_FN(el_taps) t0 = SWEEP_FN(el_taps_of)(e);
+  const SWEEP_FN(taps) t0 = SWEEP_FN(el_taps_of)(e);
   V w[4];
   SWEEP_UNROLL
   for (int k = 0; k < 4; ++k) w[k] = (V){0} + e->ws[k < nh ? k : 0];
@@ -337,8 +316,8 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(el_fwd_v_vec)(EL
     const SWEEP_R r0 = e->rdx[0], r1 = e->rdx[1], r2 = e->rdx[2];
     SWEEP_R *v = e->f[a] + base, *wa = wrow ? wrow + a * pitch : NULL;
     for (sweep_int x = x0; x < xv; x += EL_VL) {
-      SWEEP_FN(el_taps) t = t0;
-      EL_OPAQUE(t);
+      SWEEP_FN(taps) t = t0;
+      SWEEP_TAPS_HIDE(t);
       V acc = {0};
       const sweep_int i = base + x;
       acc += SWEEP_FN(el_vstretch)(e, mask, 0, a == 0, z, e->m[EL_S(a, 0)][0] + i,
@@ -362,7 +341,7 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(el_fwd_s_vec)(EL
   (void)st, (void)vs;
   typedef SWEEP_FN(el_v) V;
   const sweep_int pitch = e->n[2], xv = x0 + (x1 - x0) / EL_VL * EL_VL;
-  const SWEEP_FN(el_taps) t0 = SWEEP_FN(el_taps_of)(e);
+  const SWEEP_FN(taps) t0 = SWEEP_FN(el_taps_of)(e);
   const SWEEP_R r0 = e->rdx[0], r1 = e->rdx[1], r2 = e->rdx[2];
   {
     V wz[4], wy[4];
@@ -370,8 +349,8 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(el_fwd_s_vec)(EL
     SWEEP_FN(el_vweights)(e, 1, 0, y, nh, wy);
     const SWEEP_R *v0 = e->f[0] + base, *v1 = e->f[1] + base, *v2 = e->f[2] + base;
     for (sweep_int x = x0; x < xv; x += EL_VL) {
-      SWEEP_FN(el_taps) t = t0;
-      EL_OPAQUE(t);
+      SWEEP_FN(taps) t = t0;
+      SWEEP_TAPS_HIDE(t);
       V wx[4];
       SWEEP_FN(el_vweights)(e, 2, 0, x, nh, wx);
       V D[3];
@@ -407,8 +386,8 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(el_fwd_s_vec)(EL
       SWEEP_R *s = e->f[EL_S(a, b)] + base;
       SWEEP_R *ws = wrow ? wrow + (2 * EL_ND + EL_PAIR(a, b)) * pitch : NULL;
       for (sweep_int x = x0; x < xv; x += EL_VL) {
-        SWEEP_FN(el_taps) t = t0;
-        EL_OPAQUE(t);
+        SWEEP_FN(taps) t = t0;
+        SWEEP_TAPS_HIDE(t);
         if (b == 2) SWEEP_FN(el_vweights)(e, 2, 1, x, nh, wb);
         const sweep_int i = base + x;
         const V dab = SWEEP_FN(el_vstretch)(e, mask, b, 1, b == 2 ? x : cb, e->m[a][b] + i,
