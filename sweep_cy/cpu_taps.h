@@ -1,22 +1,20 @@
 /* Byte offsets of the outer axes' taps, shared by the vector rows of the
- * acoustic family (cpu_vec.h) and of elastic (elastic_cpu_impl.h).  Included
- * once per unit, after cpu_unit.h. */
+ * acoustic family (cpu_vec.h) and of elastic's 3D rows (elastic_cpu_impl.h);
+ * included once per unit, after cpu_unit.h.
+ *
+ * Per outer axis d (z and y): +-stride and +-3 strides; the other taps are
+ * these times 2 or 4, so reaches up to 4.  A field's taps then address as
+ * row pointer + offset * scale, so a vector needs the row pointer and these
+ * four registers per axis.  Through u + i + k * stride the compiler kept one
+ * pointer per tap (16 in 3D, plus psi's) and reloaded them from the stack
+ * every vector: 7 of 72 instructions of the 3D plain acoustic loop, 13-20 of
+ * ~122 with one CPML axis, 24-31 of ~178 with two (now 1, 6-7 and 12-16).
+ * The row loops hide the offsets from the compiler once per vector
+ * (SWEEP_TAPS_HIDE), which stops it from deriving per-tap pointers again.
+ */
 #ifndef SWEEP_CPU_TAPS_H
 #define SWEEP_CPU_TAPS_H
 
-/*
- * Byte offsets of the outer axes' taps (z and y; per axis d: +-stride and
- * +-3 strides, the other taps are these times 2 or 4, so reaches up to 4).
- * A field's taps then address as row pointer + offset * scale, so a vector
- * needs the row pointer and these four registers per axis.  Through
- * u + i + k * stride the
- * compiler kept one pointer per tap (16 in 3D, plus psi's) and reloaded
- * them from the stack every vector: 7 of 72 instructions of the 3D plain
- * acoustic loop, 13-20 of ~122 with one CPML axis, 24-31 of ~178 with two
- * (now 1, 6-7 and 12-16).  The 3D row loops hide their values from the
- * compiler once per vector (SWEEP_TAPS_OPAQUE, an empty asm), which stops it
- * from deriving per-tap pointers again (SWEEP_TAPS_HIDE).
- */
 typedef struct SWEEP_FN(taps) {
   sweep_int p1[2], p3[2], m1[2], m3[2];
 } SWEEP_FN(taps);
