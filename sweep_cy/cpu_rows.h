@@ -69,8 +69,9 @@ static inline void SWEEP_FN(pml_profiles)(const SWEEP_EQ_FIELDS *f, const SWEEP_
   ROW(p->plain_hi[2], x_end, (m) | 4)
 
 /* Prefetches the cells [x0, x1) of a row of f (when not NULL) into cache,
- * for writing when rw (a compile-time constant at every call).  The row's high x-CPML segment reads its auxiliary fields where the row's
- * plain middle did not: the hardware prefetcher, following the middle's
+ * for writing when rw (a compile-time constant at every call).  The row's
+ * high x-CPML segment reads its auxiliary fields where the row's plain
+ * middle did not: the hardware prefetcher, following the middle's
  * streams, leaves them to miss (~9 % of the 3D forward's samples sat on the
  * first loads of that segment).  Issued before the middle, which hides them.
  * 3D only: the 2D forward (order 8) measured no gain (0.154-0.160 s without,

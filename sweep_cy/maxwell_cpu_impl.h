@@ -368,13 +368,20 @@ static void SWEEP_FN(mx_adj_points)(const sweep_acoustic_params *p, const sweep_
 /* The points of every shot sorted by plane (stable: a cell's sources add in
  * the order of the fused step): n + 1 starts per shot (shape[0] + 1 each),
  * then the point numbers, for the sources and then the receivers.  NULL
- * where a point lies off the rows that the sweep updates (in a halo). */
+ * (the forward then runs unblocked) where a point lies off the rows that the
+ * sweep updates (in a halo), or when memory runs out. */
 static void *SWEEP_FN(mx_tb_prep)(const sweep_acoustic_params *p,
                                   const sweep_elastic_fields *f) {
   const sweep_int nz = p->shape[0], ns = p->n_shots, ss = p->shot_stride;
   const sweep_int n_src = f->src_amp ? p->n_src : 0, n_rec = f->rec ? p->n_rec : 0;
   sweep_int *l = (sweep_int *)calloc((size_t)(2 * ns * (nz + 1) + ns * (n_src + n_rec)) + 1,
                                      sizeof(sweep_int));
+  sweep_int *fill = (sweep_int *)malloc(sizeof(sweep_int) * (size_t)(nz + 1));
+  if (!l || !fill) {
+    free(l);
+    free(fill);
+    return NULL;
+  }
   sweep_int *start = l, *idx = l + 2 * ns * (nz + 1);
   for (int kind = 0; kind < 2; ++kind) {
     const sweep_int n = kind ? n_rec : n_src;
@@ -386,21 +393,21 @@ static void *SWEEP_FN(mx_tb_prep)(const sweep_acoustic_params *p,
         const sweep_int c = loc[shot * n + k] % ss, z = c / p->stride[0];
         const sweep_int y = c % p->stride[0] / p->stride[1], h = p->halo;
         if (z < h || z >= nz - h || y < h || y >= p->shape[1] - h) {
-          free(l); /* a point off the updated rows: not blocked */
+          free(l);
+          free(fill);
           return NULL;
         }
         ++st[z + 1];
       }
       for (sweep_int z = 0; z < nz; ++z) st[z + 1] += st[z];
-      sweep_int *fill = (sweep_int *)malloc(sizeof(sweep_int) * (size_t)(nz + 1));
       memcpy(fill, st, sizeof(sweep_int) * (size_t)(nz + 1));
       for (sweep_int k = 0; k < n; ++k) {
         const sweep_int j = loc[shot * n + k];
         ix[fill[(j % ss) / p->stride[0]]++] = k;
       }
-      free(fill);
     }
   }
+  free(fill);
   return l;
 }
 
