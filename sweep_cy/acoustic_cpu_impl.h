@@ -65,8 +65,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(fwd_full_row)(
 #define SWEEP_FWD_ROW(x0, x1, m)  \
   SWEEP_CALL_BY_MASK(fwd_mask_row, m, \
                      (p, v2dt2, u, u_prev, psi, psi_new, zeta, pa, pb, wr, base, z, y, x0, x1))
-#define SWEEP_ROW_SEGMENTS(m) \
-  SWEEP_ROW_IN_ORDER(SWEEP_FWD_ROW, m, SWEEP_FN(prefetch_fwd_xcpml)(p, psi, zeta, psi_new, base))
+#define SWEEP_ROW_SEGMENTS(m) SWEEP_ROW_IN_ORDER(SWEEP_FWD_ROW, m, (void)0)
   if (SWEEP_NDIM == 3 && psi[2]) {
     /* The next row's x memory variables: psi where the x segments' windows
      * read it, zeta and psi_new, for writing, where they write (as

@@ -92,8 +92,10 @@ static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_cells)(const
 }
 
 /* Before a forward row's plain middle, the high x-CPML segment's psi, zeta
- * and psi_new (3D; acoustic's and VRZ's rows, SWEEP_ROW_IN_ORDER's AHEAD):
- * their window reaches a vector (<= a line) below the segment. */
+ * and psi_new (3D; VRZ's rows, SWEEP_ROW_IN_ORDER's AHEAD): their window
+ * reaches a vector (<= a line) below the segment.  Acoustic's forward rows
+ * prefetch the next row's segments instead (prefetch_xcpml_row), which
+ * made this a second prefetch of the same lines (branch a3dfwd). */
 static inline __attribute__((always_inline)) void SWEEP_FN(prefetch_fwd_xcpml)(
     const SWEEP_EQ_PARAMS *p, SWEEP_R *const *psi, SWEEP_R *const *zeta,
     SWEEP_R *const *psi_new, sweep_int base) {

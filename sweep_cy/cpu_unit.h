@@ -111,8 +111,13 @@ static __attribute__((unused)) sweep_point *sweep_sorted_points(const sweep_int 
   return pts;
 }
 
-/* First of n sorted points with idx >= key. */
+/* First of n sorted points with idx >= key.  Keys past the last point or
+ * before the first return at once: the blocked loops ask per plane and
+ * item, and most planes hold no point (the binary search's mispredicted
+ * branches were ~9 % of blocked_item's own samples in the 3D forward). */
 static inline sweep_int sweep_points_lower(const sweep_point *pts, sweep_int n, sweep_int key) {
+  if (n == 0 || pts[n - 1].idx < key) return n;
+  if (pts[0].idx >= key) return 0;
   sweep_int lo = 0, hi = n;
   while (lo < hi) {
     const sweep_int mid = lo + (hi - lo) / 2;
