@@ -399,16 +399,35 @@ class _Pool:
 
 _stores = _Pool(None)
 _fields = _Pool(_FIELD_CACHE_BYTES)
+_scratch = _Pool(_FIELD_CACHE_BYTES)
 
 
 def release_cached() -> int:
-    """Unmap every cached store and field; return the bytes released."""
-    return _stores.release() + _fields.release()
+    """Unmap every cached store, field and scratch array; return the bytes released."""
+    return _stores.release() + _fields.release() + _scratch.release()
 
 
 def cached_bytes() -> int:
-    """Bytes held by released stores and fields kept for reuse."""
-    return _stores.nbytes() + _fields.nbytes()
+    """Bytes held by released stores, fields and scratch arrays kept for reuse."""
+    return _stores.nbytes() + _fields.nbytes() + _scratch.nbytes()
+
+
+def scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Return an uninitialised host array for a result a caller writes whole (``out=``).
+
+    From 256 KiB on, a released mapping of the same size is reused, as for
+    :func:`zeros` (a pool of their own, so these do not evict kernel fields):
+    a gradient's chain rule makes the same large float64 arrays every call,
+    and NumPy's fresh ones fault in every page again (3D elastic 100^3 +
+    CPML, order 8: fresh huge pages zeroed were 13 % of a warm gradient's
+    samples; benchmarks/README.md).  Smaller ones, or with the cache off:
+    ``np.empty``.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < _FIELD_MIN_BYTES or not _cache_enabled() or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return np.empty(shape, dtype=dtype)
+    return _cached(_scratch, nbytes, shape, dtype, 0)[0]
 
 
 def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
