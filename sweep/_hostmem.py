@@ -412,6 +412,24 @@ def cached_bytes() -> int:
     return _stores.nbytes() + _fields.nbytes() + _scratch.nbytes()
 
 
+# Whether scratch() caches (set per forward run by keep_scratch).
+_scratch_kept = [True]
+
+
+def keep_scratch(keep: bool) -> None:
+    """Whether :func:`scratch` reuses mappings from now on; False also unmaps those cached.
+
+    ``_memory.forward`` sets it per gradient run (a plain forward leaves it):
+    True under full storage (the store is the call's peak), False otherwise:
+    cached scratch arrays would sit beside the checkpoints and raise the
+    peak (3D elastic o8, ckpt 5: +360 MB), and a gradient there reuses heap
+    memory that the checkpoints freed, so fresh mappings would fault in more.
+    """
+    _scratch_kept[0] = keep
+    if not keep:
+        _scratch.release()
+
+
 def scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """Return an uninitialised host array for a result a caller writes whole (``out=``).
 
@@ -420,12 +438,14 @@ def scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     a gradient's chain rule makes the same large float64 arrays every call,
     and NumPy's fresh ones fault in every page again (3D elastic 100^3 +
     CPML, order 8: fresh huge pages zeroed were 13 % of a warm gradient's
-    samples; benchmarks/README.md).  Smaller ones, or with the cache off:
-    ``np.empty``.
+    samples; benchmarks/README.md).  Smaller ones, with the cache off or
+    after ``keep_scratch(False)``: ``np.empty``.
     """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < _FIELD_MIN_BYTES or not _cache_enabled() or not hasattr(mmap, "MADV_HUGEPAGE"):
+    if nbytes < _FIELD_MIN_BYTES or not _scratch_kept[0] or not _cache_enabled():
+        return np.empty(shape, dtype=dtype)
+    if not hasattr(mmap, "MADV_HUGEPAGE"):
         return np.empty(shape, dtype=dtype)
     return _cached(_scratch, nbytes, shape, dtype, 0)[0]
 
