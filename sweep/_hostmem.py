@@ -44,7 +44,9 @@ C-PML memory variable, does not grow on reuse: 3D 128^3 order-8 gradient, a
 process's second call faulted in ~230 MB more), and is emptied before any
 mapping of another size is made, so it never raises the peak above one call's own;
 :func:`release_cached` (``sweep.release_cached_memory``) frees it and
-``SWEEP_STORE_CACHE=0`` turns it off.
+``SWEEP_STORE_CACHE=0`` turns it off.  Scratch arrays (:func:`scratch`:
+results a chain rule writes whole, every call) have a pool of their own,
+used only after a full-storage gradient's forward (:func:`keep_scratch`).
 """
 
 from __future__ import annotations
