@@ -44,7 +44,9 @@ C-PML memory variable, does not grow on reuse: 3D 128^3 order-8 gradient, a
 process's second call faulted in ~230 MB more), and is emptied before any
 mapping of another size is made, so it never raises the peak above one call's own;
 :func:`release_cached` (``sweep.release_cached_memory``) frees it and
-``SWEEP_STORE_CACHE=0`` turns it off.
+``SWEEP_STORE_CACHE=0`` turns it off.  Scratch arrays (:func:`scratch`:
+results a chain rule writes whole, every call) have a pool of their own,
+used only after a full-storage gradient's forward (:func:`keep_scratch`).
 """
 
 from __future__ import annotations
@@ -399,16 +401,55 @@ class _Pool:
 
 _stores = _Pool(None)
 _fields = _Pool(_FIELD_CACHE_BYTES)
+_scratch = _Pool(_FIELD_CACHE_BYTES)
 
 
 def release_cached() -> int:
-    """Unmap every cached store and field; return the bytes released."""
-    return _stores.release() + _fields.release()
+    """Unmap every cached store, field and scratch array; return the bytes released."""
+    return _stores.release() + _fields.release() + _scratch.release()
 
 
 def cached_bytes() -> int:
-    """Bytes held by released stores and fields kept for reuse."""
-    return _stores.nbytes() + _fields.nbytes()
+    """Bytes held by released stores, fields and scratch arrays kept for reuse."""
+    return _stores.nbytes() + _fields.nbytes() + _scratch.nbytes()
+
+
+# Whether scratch() caches (set per forward run by keep_scratch).
+_scratch_kept = [True]
+
+
+def keep_scratch(keep: bool) -> None:
+    """Whether :func:`scratch` reuses mappings from now on; False also unmaps those cached.
+
+    ``_memory.forward`` sets it per gradient run (a plain forward leaves it):
+    True under full storage (the store is the call's peak), False otherwise:
+    cached scratch arrays would sit beside the checkpoints and raise the
+    peak (3D elastic o8, ckpt 5: +360 MB), and a gradient there reuses heap
+    memory that the checkpoints freed, so fresh mappings would fault in more.
+    """
+    _scratch_kept[0] = keep
+    if not keep:
+        _scratch.release()
+
+
+def scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """Return an uninitialised host array for a result a caller writes whole (``out=``).
+
+    From 256 KiB on, a released mapping of the same size is reused, as for
+    :func:`zeros` (a pool of their own, so these do not evict kernel fields):
+    a gradient's chain rule makes the same large float64 arrays every call,
+    and NumPy's fresh ones fault in every page again (3D elastic 100^3 +
+    CPML, order 8: fresh huge pages zeroed were 13 % of a warm gradient's
+    samples; benchmarks/README.md).  Smaller ones, with the cache off or
+    after ``keep_scratch(False)``: ``np.empty``.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < _FIELD_MIN_BYTES or not _scratch_kept[0] or not _cache_enabled():
+        return np.empty(shape, dtype=dtype)
+    if not hasattr(mmap, "MADV_HUGEPAGE"):
+        return np.empty(shape, dtype=dtype)
+    return _cached(_scratch, nbytes, shape, dtype, 0)[0]
 
 
 def empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray:

@@ -705,6 +705,8 @@ def forward(
     given, fills the state of step 0 (a restart).  Returns the receiver
     traces, the final state and the tape (None without ``plan_``).
     """
+    if plan_ is not None:  # cached scratch arrays only under full storage (_hostmem.keep_scratch)
+        _hostmem.keep_scratch(plan_.strategy == "full")
     receivers = engine.new_receivers()
     state = engine.new_state()
     if initial is not None:

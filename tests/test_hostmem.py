@@ -341,3 +341,37 @@ def test_unclaimed_fresh_arrays_are_forgotten_when_released(empty_cache, monkeyp
         del a
         gc.collect()
         assert address not in _hostmem._fresh
+
+
+def test_scratch_arrays_reuse_their_mappings_apart_from_fields(empty_cache):
+    """A released scratch array's mapping is handed out again (contents as left).
+
+    Its pool is its own: a scratch array of another size does not empty the
+    fields' cache, and ``release_cached_memory`` frees both.
+    """
+    _hostmem.keep_scratch(True)  # as under full storage
+    field = _hostmem.zeros((2, 200, 200), np.float32, phase=1088)
+    del field
+    fields = _hostmem._fields.nbytes()
+    assert fields > 0
+    a = _hostmem.scratch((3, 300, 300), np.float64)
+    a[...] = 7.0
+    address = a.ctypes.data
+    del a
+    assert _hostmem._fields.nbytes() == fields
+    b = _hostmem.scratch((3, 300, 300), np.float64)
+    assert b.ctypes.data == address and bool((b == 7.0).all())
+    del b
+    assert _hostmem.cached_bytes() >= fields + 3 * 300 * 300 * 8
+    small = _hostmem.scratch((10, 10), np.float64)  # below 256 KiB: np.empty
+    assert small.shape == (10, 10) and _hostmem._scratch.nbytes() == 3 * 300 * 300 * 8
+    assert sweep.release_cached_memory() >= fields + 3 * 300 * 300 * 8
+    assert _hostmem.cached_bytes() == 0
+    a = _hostmem.scratch((3, 300, 300), np.float64)
+    del a
+    _hostmem.keep_scratch(False)  # as a forward without full storage: freed, not cached
+    assert _hostmem.cached_bytes() == 0
+    b = _hostmem.scratch((3, 300, 300), np.float64)
+    del b
+    assert _hostmem.cached_bytes() == 0
+    _hostmem.keep_scratch(True)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -494,7 +495,11 @@ class CompiledElastic(CompiledStepper):
 
     def finish_gradient(self, adj: ElasticAdjoint, coeffs: Any) -> tuple[Any, ...]:
         """Return the gradients with respect to the kernels' coefficients, summed over shots."""
-        return tuple(self.xp.ascontiguousarray(x.sum(axis=0)) for x in adj.grad)
+        if self.xp is not np:
+            return tuple(self.xp.ascontiguousarray(x.sum(axis=0)) for x in adj.grad)
+        # The same sums into reused mappings (_hostmem.scratch: no fresh pages per call).
+        return tuple(np.sum(x, axis=0, out=_hostmem.scratch(x.shape[1:], x.dtype))
+                     for x in adj.grad)  # fmt: skip
 
     # -- the hooks of CompiledStepper -----------------------------------------------
     @property
@@ -642,13 +647,15 @@ def _equal_live(eager: EagerElastic, names: list[str]) -> list[str]:
 
 
 def coefficient_arrays_transpose(
-    eager: EagerElastic, g: tuple[Any, ...], vp: Any, vs: Any, rho: Any
-) -> tuple[Any, Any, Any]:
+    eager: EagerElastic, g: tuple[Any, ...], vp: Any, vs: Any, rho: Any,
+    multiply: Callable[[Any, Any], Any] | None = None,
+) -> tuple[Any, Any, Any]:  # fmt: skip
     """Apply the transposed Jacobian of :func:`coefficient_arrays` to its cotangents ``g``.
 
     Returns the cotangents of ``vp``, ``vs``, ``rho``: the live masks, then
     :meth:`EagerElastic.coefficients_transpose` (hand-written, any Array-API
-    library, no autodiff).
+    library, no autodiff).  ``multiply(x, mask)``, if given, returns ``x *
+    mask`` (a new array: ``coefficients_transpose`` may write into it).
     """
     nd = eager.geom.ndim
     names = list(kinds.fields(nd))
@@ -656,6 +663,8 @@ def coefficient_arrays_transpose(
     it = iter(g)
 
     def live(name: str) -> Any:
+        if multiply is not None:
+            return multiply(next(it), eager.field_live[name][0])
         return next(it) * eager.field_live[name][0]
 
     cot: dict[str, dict[Any, Any]] = {"b": {}, "C": {}, "mu": {}}
@@ -686,6 +695,16 @@ def model_gradients(
     # as if converted first): no float64 copy of each (14 MB apiece at 3D 120^3).
     as64 = [np.asarray(to_host(x)) for x in g]
     models = [np.asarray(to_host(m), dtype=np.float64) for m in (vp, vs, rho)]
-    grads = coefficient_arrays_transpose(eager, tuple(as64), *models)
+    grads = coefficient_arrays_transpose(eager, tuple(as64), *models, multiply=_multiply_reused)
     return {name: np.asarray(x).astype(engine.dtype)
             for name, x in zip(("vp", "vs", "rho"), grads, strict=True)}  # fmt: skip
+
+
+def _multiply_reused(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Return ``x * mask`` (NumPy's promotion) in a reused mapping (:func:`_hostmem.scratch`).
+
+    The chain rule's 15 (3D) float64 products, 17 MB each at 3D 128^3: fresh,
+    each faulted in its pages again on every call.
+    """
+    out = _hostmem.scratch(np.broadcast_shapes(x.shape, mask.shape), np.result_type(x, mask))
+    return np.multiply(x, mask, out=out)
