@@ -188,44 +188,27 @@ static void SWEEP_FN(bs_reverse)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
  * SWEEP_EQ_TBLOCK_POINTS; a call that fuses and stores no snapshots): nb
  * steps per pass over the planes in z, a wavefront: pass iteration i runs,
  * for each step s of the pass, phase 0 (H) on plane i - s P and phase 1 (E)
- * on plane i - s P - Q, every thread its share of the rows in y of each
- * plane, then a barrier.  The phases read each other h planes either way
- * (phase 0 at line i reads phase 1's lines i - h + 1 .. i + h, phase 1 at j
- * phase 0's j - h .. j + h - 1), so Q = h and P = 2 h + 1 put every read of
- * a plane (and every overwrite of a plane that another reads) in an
- * iteration after the one that wrote (read) it: each read sees the time
- * level of the unblocked sweep, the same cells get the same arithmetic
- * (bitwise equal results).
- *
- * Tiles in y (SWEEP_EQ_TBLOCK_TILE(p, h) rows W; 0: one tile): a pass runs
- * that wavefront once per tile j, in order, on the tile's rows of each step:
- * phase 0's [ylo + j W - s S, + W) and phase 1's L rows lower (clipped to
- * the rows; the first tile from the first row, the last to the last), S = 2
- * h - 1, L = h - 1.  The same reads in y as in z, but tile j - 1 has run all
- * its steps before: phase 0 of step s at row y reads phase 1's rows from y -
- * h + 1, at or past tile j - 1's rows of phase 1 at step s (so still step s
- * - 1), up to y + h, within tile j's rows of phase 1 at step s - 1 (S - L =
- * h); phase 1 at y reads phase 0's rows from y - h, at or past tile j - 1's
- * rows of phase 0 at step s + 1 (L + h = S), up to y + h - 1, within tile
- * j's rows of phase 0 at step s.  A tile's window of planes is its rows
- * only (mx3d-o2, 116 rows: tiles of 32 rows 0.39-0.42 s against main's
- * 0.42-0.51 s in some processes, 0.56-0.69 s in others).
- *
- * The points (SWEEP_EQ_TBLOCK_POINTS(p, f, lists, shot, off, z, y, t,
- * rec)): after a row's phase 1 of step t, its sources of step t and, when
- * rec, its receivers of step t + 1 (E^{t+1}); a pass's first receivers
- * before it (phase 0's points of the step).  SWEEP_EQ_TBLOCK_PREP(p, f): the
- * plug-in's lists of the points by plane (malloc'd; NULL: not blocked,
- * points off the updated rows).  Passes never cross the call (a callback
- * chunk).  SWEEP_EQ_TBLOCK_STEPS(p, h): steps per pass (1: not blocked). */
+ * on plane i - s P - Q, every thread its own rows in y of each plane, then a
+ * barrier.  The phases read each other h planes either way (phase 0 at line
+ * i reads phase 1's lines i - h + 1 .. i + h, phase 1 at j phase 0's j - h ..
+ * j + h - 1), so Q = h and P = 2 h + 1 put every read of a plane (and every
+ * overwrite of a plane that another reads) in an iteration after the one that
+ * wrote (read) it: each read sees the time level of the unblocked sweep, the
+ * same cells get the same arithmetic (bitwise equal results).  The points
+ * (SWEEP_EQ_TBLOCK_POINTS(p, f, lists, shot, off, z, y, t, rec)): after a
+ * row's phase 1 of step t, its sources of step t and, when rec, its receivers
+ * of step t + 1 (E^{t+1}); a pass's first receivers before it (phase 0's
+ * points of the step).  SWEEP_EQ_TBLOCK_PREP(p, f): the plug-in's lists of
+ * the points by plane (malloc'd; NULL: not blocked, points off the updated
+ * rows).  Passes never cross the call (a callback chunk).
+ * SWEEP_EQ_TBLOCK_STEPS(p, h): steps per pass (1: not blocked). */
+#define SWEEP_TB_ROWS_(z, k)                                                               \
+  for (sweep_int y = y0; y < y1; ++y) SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, z, y, k)
 static void SWEEP_FN(tb_forward)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
                                  sweep_int t0, sweep_int n_steps, int n_threads, sweep_int T,
                                  void *lists) {
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
   const sweep_int Q = h, P = 2 * h + 1, lo = h, hi = p->shape[0] - h;
-  const sweep_int ylo = h, yhi = p->shape[1] - h, S = 2 * h - 1, L = h - 1;
-  const sweep_int tile = SWEEP_EQ_TBLOCK_TILE(p, h);
-  const sweep_int W = tile > 0 && tile < yhi - ylo ? tile : yhi - ylo;
   SWEEP_EQ_MODEL(f);
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
@@ -234,45 +217,37 @@ static void SWEEP_FN(tb_forward)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
     const unsigned int fp_state = sweep_flush_denormals();
     SWEEP_EQ_FWD_STATE(f);
     const int tid = sweep_thread_num(), nth = sweep_num_threads();
+    const sweep_int ny = p->shape[1] - 2 * h;
+    const sweep_int y0 = h + ny * tid / nth, y1 = h + ny * (tid + 1) / nth;
     for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
       const sweep_int off = shot * ss;
       SWEEP_EQ_FWD_SHOT(f, off);
       for (sweep_int tb = t0; tb < t0 + n_steps; tb += T) {
         const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
-        /* Enough tiles that the last one's rows never exceed W. */
-        const sweep_int n_tiles =
-            W < yhi - ylo ? (yhi - ylo + (nb - 1) * S + L + W - 1) / W : 1;
 #pragma omp single
         SWEEP_EQ_FWD_POINTS(p, f, 0, shot, off, tb);
-        for (sweep_int j = 0; j < n_tiles; ++j)
-          for (sweep_int i = lo; i < hi + Q + (nb - 1) * P; ++i) {
-            for (sweep_int s = 0; s < nb; ++s) {
-              const sweep_int zh = i - s * P;
-              if (zh < lo) break;
-              for (int k = 0; k < 2; ++k) {
-                const sweep_int z = k ? zh - Q : zh;
-                if (z < lo || z >= hi) continue;
-                sweep_int a = ylo + j * W - s * S - k * L, b = a + W;
-                if (j == 0 || a < ylo) a = ylo;
-                if (j + 1 == n_tiles || b > yhi) b = yhi;
-                if (a >= b) continue;
-                const sweep_int y0 = a + (b - a) * tid / nth, y1 = a + (b - a) * (tid + 1) / nth;
-                for (sweep_int y = y0; y < y1; ++y) {
-                  SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, z, y, k);
-                  if (k) SWEEP_EQ_TBLOCK_POINTS(p, f, lists, shot, off, z, y, tb + s, s + 1 < nb);
-                }
+        for (sweep_int i = lo; i < hi + Q + (nb - 1) * P; ++i) {
+          for (sweep_int s = 0; s < nb; ++s) {
+            const sweep_int zh = i - s * P, ze = zh - Q;
+            if (zh < lo) break;
+            if (zh < hi) SWEEP_TB_ROWS_(zh, 0);
+            if (ze >= lo && ze < hi)
+              for (sweep_int y = y0; y < y1; ++y) {
+                SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, ze, y, 1);
+                SWEEP_EQ_TBLOCK_POINTS(p, f, lists, shot, off, ze, y, tb + s, s + 1 < nb);
               }
-            }
-            if (nth > 1) {
-#pragma omp barrier
-            }
           }
+          if (nth > 1) {
+#pragma omp barrier
+          }
+        }
       }
     }
     sweep_restore_fp(fp_state);
   }
   free(lists);
 }
+#undef SWEEP_TB_ROWS_
 #endif
 
 void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t0,

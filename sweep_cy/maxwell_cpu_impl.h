@@ -453,17 +453,7 @@ static sweep_int SWEEP_FN(mx_tb_steps)(const sweep_acoustic_params *p, sweep_int
   const sweep_int T = w > 0 ? 1 + (sweep_int)(w / (2 * h + 1)) : 1;
   return T > 8 ? 8 : T;
 }
-/* Rows per tile in y of a pass (0: one tile): p->block_tile when above 1
- * (the time_blocking setting's third number), else none.  Not by default:
- * mx3d-o2 with tiles of 32 rows ran 0.39-0.42 s in some processes and
- * 0.56-0.69 s in others (main 0.42-0.51 s); mx3d-o4 was never faster
- * (benchmarks/README.md, branch mxty). */
-static sweep_int SWEEP_FN(mx_tb_tile)(const sweep_acoustic_params *p, sweep_int h) {
-  (void)h;
-  return p->block_tile > 1 ? p->block_tile : 0;
-}
 #define SWEEP_EQ_TBLOCK_PREP(p, f) SWEEP_FN(mx_tb_prep)(p, f)
-#define SWEEP_EQ_TBLOCK_TILE(p, h) SWEEP_FN(mx_tb_tile)(p, h)
 #define SWEEP_EQ_TBLOCK_STEPS(p, h) SWEEP_FN(mx_tb_steps)(p, h)
 #define SWEEP_EQ_TBLOCK_POINTS(p, f, l, shot, off, z, y, t, rec) \
   SWEEP_FN(mx_tb_points)(p, f, &stag_base, (const sweep_int *)(l), shot, off, z, y, t, rec)

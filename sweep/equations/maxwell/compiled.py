@@ -238,14 +238,12 @@ class CompiledMaxwell(CompiledElastic):
     # -- the hooks of CompiledStepper -----------------------------------------------
     def _params(self, store_every: int, band: bool) -> np.ndarray:
         p = super()._params(store_every, band)
-        # The 3D forward's temporal blocking picks its steps per pass and its
-        # tiles in y in C; SWEEP_TIME_BLOCKING / sweep.config(time_blocking=...)
-        # fixes them (its first number: steps, 1: off; its third: rows per
-        # tile when above 1, at least the rows: no tiles).
+        # The 3D forward's temporal blocking picks its steps per pass in C;
+        # SWEEP_TIME_BLOCKING / sweep.config(time_blocking=...) fixes them
+        # (its first number; 1: off).
         fixed = _blocking._override()
         if fixed is not None and self.xp is np and self.geom.ndim == 3:
             p["block_steps"] = fixed[0]
-            p["block_tile"] = fixed[2]
         return p
 
     @functools.cached_property
