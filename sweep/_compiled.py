@@ -415,11 +415,14 @@ class CompiledStepper:
         return out
 
     # -- buffers ---------------------------------------------------------------
-    def zeros(self, *shape: int, slot: int | None = None) -> Any:
-        """Return a zeroed array; ``slot`` places a host array at that field's page offset."""
+    def zeros(self, *shape: int, slot: int | None = None, fill: bool = True) -> Any:
+        """Return a zeroed array; ``slot`` places a host array at that field's page offset.
+
+        ``fill=False``: a host array may hold old values (the caller writes it whole).
+        """
         if self.xp is np:
             phase = None if slot is None else _hostmem.field_phase(slot, self._row_lead())
-            return _hostmem.zeros(shape, self.dtype, phase=phase)
+            return _hostmem.zeros(shape, self.dtype, phase=phase, fill=fill)
         return self.xp.zeros(shape, dtype=self.dtype)
 
     def _row_lead(self) -> int:
@@ -440,13 +443,16 @@ class CompiledStepper:
         first = g.plain_range(g.ndim - 1)[0] if g.ndim == 2 else g.halo
         return first * self.dtype.itemsize
 
-    def _pitched(self, shape: tuple[int, ...], slot: int) -> Any:
+    def _pitched(self, shape: tuple[int, ...], slot: int, fill: bool = True) -> Any:
         """Zeroed array of ``shape`` (last axis a padded row) in the kernels' row layout.
 
         A view of an array whose rows are :attr:`Geometry.layout_shape`'s
-        length; its data pointer is the wider array's.
+        length; its data pointer is the wider array's.  ``fill=False``: only
+        the rows' tails past ``shape[-1]`` are zeroed (the caller writes the rest).
         """
-        wide = self.zeros(*shape[:-1], self.geom.layout_shape[-1], slot=slot)
+        wide = self.zeros(*shape[:-1], self.geom.layout_shape[-1], slot=slot, fill=fill)
+        if not fill:
+            wide[..., shape[-1] :] = 0
         return wide[..., : shape[-1]]
 
     def field(self, slot: int) -> Any:
@@ -458,10 +464,17 @@ class CompiledStepper:
         g = self.geom
         return self._pitched((g.n_shots, *g.padded_shape), slot)
 
-    def copy_field(self, x: Any, slot: int) -> Any:
-        """Return a copy of ``x`` in field slot ``slot`` (see :meth:`field`)."""
-        out = self._pitched(tuple(x.shape), slot)
-        out[...] = x
+    def copy_field(self, x: Any, slot: int, mask: Any = None) -> Any:
+        """Return a copy of ``x`` (times ``mask`` where given) in field slot ``slot``.
+
+        See :meth:`field`.  Written in one pass, over a field that is not
+        zeroed first (a set-up cost per call: 3D Maxwell's nine coefficients).
+        """
+        out = self._pitched(tuple(x.shape), slot, fill=False)
+        if mask is None:
+            out[...] = x
+        else:
+            self.xp.multiply(x, mask, out=out)
         return out
 
     @functools.cached_property

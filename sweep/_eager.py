@@ -130,6 +130,14 @@ class EagerBase:
     # -- models --------------------------------------------------------------
     def pad_model(self, m: Any, maps: list[Any] | None = None) -> Any:
         """Pad a model onto the padded grid by repeating edge values (``maps``: per axis)."""
+        g = self.geom
+        if maps is None and isinstance(m, np.ndarray) and m.shape == tuple(g.model_shape):
+            # The same copies in one pass (three takes of a 3D model: ~15x the time).
+            widths = [
+                (g.lo(d), n - g.lo(d) - k)
+                for d, (n, k) in enumerate(zip(g.padded_shape, g.model_shape, strict=True))
+            ]
+            return np.pad(m, widths, mode="edge")
         for d, idx in enumerate(self.maps if maps is None else maps):
             m = self.xp.take(m, idx, axis=d)
         return m

@@ -226,7 +226,9 @@ def write_fresh(
                 x[sl] = 0
 
 
-def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.ndarray:
+def zeros(
+    shape: tuple[int, ...], dtype: Any, phase: int | None = None, *, fill: bool = True
+) -> np.ndarray:
     """Return a zero-filled host array, on huge pages when it is large.
 
     ``phase`` (bytes, a multiple of the item size) places the first element
@@ -251,7 +253,7 @@ def zeros(shape: tuple[int, ...], dtype: Any, phase: int | None = None) -> np.nd
         return _view(_map(nbytes + pad), shape, dtype, pad)
     # Any phase fits a mapping one page longer, so every field of a shape shares one size.
     out, reused = _cached(_fields, nbytes + _PAGE, shape, dtype, pad)
-    if reused:
+    if reused and fill:
         _zero_resident(out)
     return out
 

@@ -221,8 +221,38 @@ def test_compiled_setup_builds_no_eager_step_and_the_same_coefficients(ndim):
     assert not engine.eager.with_step and not hasattr(engine.eager, "src_terms")
     full = EagerMaxwell.build(call.geom, models[0], **call.extra)
     assert hasattr(full, "src_terms") and full.mirrors["ey"]  # the step's images
-    lean = compiled.coefficient_arrays(engine.eager, *models)
-    ref = compiled.coefficient_arrays(full, *models)
+    lean = {k: c * m for k, (c, m) in compiled.coefficient_factors(engine.eager, *models).items()}
+    ref = {k: c * m for k, (c, m) in compiled.coefficient_factors(full, *models).items()}
     assert lean.keys() == ref.keys()
     for k in ref:
         np.testing.assert_array_equal(lean[k], ref[k])
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_kernel_coefficients_overwrite_reused_fields_whole(ndim):
+    """The kernels' coefficients are the products exactly, in fields whose old values are gone.
+
+    They are written over reused mappings that are not zeroed first
+    (``copy_field``): nothing of another call's values may survive, the
+    rows' tails past the padded width included.
+    """
+    from sweep.equations.maxwell import compiled
+    from sweep.equations.maxwell.propagator import _prepare
+
+    models, dx, dt, kw = _problem(ndim, free=(0,))
+    args = inspect.signature(_fn(ndim)).bind(*models, dx, dt, **kw)
+    args.apply_defaults()
+    call = _prepare(**args.arguments, equation=_fn(ndim).__name__)
+    engine = compiled.CompiledMaxwell(call.geom, np, np.float64, **call.extra)
+    for scale in (3.0, 1.0):  # the first call's fields come back dirty to the cache
+        ms = [m * scale for m in models]
+        got = engine.kernel_coefficients(*ms)
+        want = {k: c * m for k, (c, m) in compiled.coefficient_factors(engine.eager, *ms).items()}
+        assert got.keys() == want.keys()
+        for k, x in got.items():
+            np.testing.assert_array_equal(x, want[k])
+            wide = np.lib.stride_tricks.as_strided(
+                x, (*x.shape[:-1], x.strides[-2] // x.itemsize), x.strides
+            )
+            assert not wide[..., x.shape[-1] :].any()  # the rows' tails
+        del got

@@ -170,7 +170,7 @@ class EagerElastic(EagerStaggered):
         lam = m2 - 2 * mu
         b = {}
         for d, a in enumerate(self.axes):
-            b[kinds.velocity(a)] = dt / (0.5 * (rho + self._shift(rho, d)))
+            b[kinds.velocity(a)] = dt / self._mean_next(rho, d)
         # The surface condition s_dd = 0 eliminates d_d v_d: lambda' = lambda - lambda^2 / m2.
         lam_s = 2 * lam * mu / m2
         c = {}

@@ -207,9 +207,11 @@ class CompiledMaxwell(CompiledElastic):
 
         Computed on the host from NumPy models.
         """
-        arrays = coefficient_arrays(self.eager, epsilon, sigma, mu)
-        return {k: self.copy_field(self.kernel_input(np.asarray(x), name="coefficients"), 20 + k)
-                for k, x in arrays.items()}  # fmt: skip
+        factors = coefficient_factors(self.eager, epsilon, sigma, mu)
+        if self.xp is np:  # each product straight into its field (no array between)
+            return {k: self.copy_field(c, 20 + k, mask=m) for k, (c, m) in factors.items()}
+        return {k: self.copy_field(self.kernel_input(c * m, name="coefficients"), 20 + k)
+                for k, (c, m) in factors.items()}  # fmt: skip
 
     def state_dict(  # type: ignore[override]
         self, state: MaxwellState, like: Any, memory: bool = True, copy: bool = True
@@ -270,18 +272,17 @@ class CompiledMaxwell(CompiledElastic):
         return state.fields["ey"]
 
 
-def coefficient_arrays(eager: EagerMaxwell, epsilon: Any, sigma: Any, mu: Any) -> dict[int, Any]:
-    """Return the kernels' coefficients: the eager path's times the live mask of each field.
+def coefficient_factors(
+    eager: EagerMaxwell, epsilon: Any, sigma: Any, mu: Any
+) -> dict[int, tuple[Any, Any]]:
+    """Return the kernels' coefficients as factors: the eager path's and the field's live mask.
 
-    Keyed by slot (:func:`coefficient_slots`); padded, without a shot axis.
+    Keyed by slot (:func:`coefficient_slots`); padded, without a shot axis;
+    a kernel coefficient is the product of its two.
     """
     c = eager.coefficients(epsilon, sigma, mu, sources=False)
-    out = {}
-    for (kind, name), k in coefficient_slots(eager.geom.ndim).items():
-        # In place (no fresh array to fault in): each coefficient is a new array.
-        out[k] = c[kind][name]
-        out[k] *= eager.field_live[name][0]
-    return out
+    return {k: (c[kind][name], eager.field_live[name][0])
+            for (kind, name), k in coefficient_slots(eager.geom.ndim).items()}  # fmt: skip
 
 
 def model_gradients(
@@ -289,7 +290,7 @@ def model_gradients(
 ) -> dict[str, Any]:
     """Gradients with respect to ``epsilon``, ``sigma`` and ``mu`` from those of the coefficients.
 
-    The chain rule of :func:`coefficient_arrays` written out (the live masks,
+    The chain rule of :func:`coefficient_factors` written out (the live masks,
     ``ch = dt / (mu0 mu_bar)``, the semi-implicit ``ca``, ``cb`` of
     ``eps_bar`` and ``sigma_bar``, the means over the nodes around each
     staggered position, the repetition into the C-PML and the halo), in

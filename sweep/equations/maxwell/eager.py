@@ -96,7 +96,7 @@ class EagerMaxwell(EagerStaggered):
     def _mean(self, m: Any, axes: frozenset[int]) -> Any:
         """Mean of ``m`` over the nodes around a position staggered along ``axes``."""
         for d in sorted(axes):
-            m = 0.5 * (m + self._shift(m, d))
+            m = self._mean_next(m, d)
         return m
 
     def coefficients(
