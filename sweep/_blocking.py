@@ -62,8 +62,13 @@ TRIAL_ROUNDS = 2  # candidates in order, then in reverse: drifts in speed cancel
 _BLOCKING_MIN_BYTES = 8 << 20
 
 
-def _override() -> Blocking | None:
-    """Return the blocking ``SWEEP_TIME_BLOCKING="steps,group,tile"`` fixes, or None."""
+def fixed() -> Blocking | None:
+    """Return the blocking ``SWEEP_TIME_BLOCKING="steps,group,tile"`` fixes, or None.
+
+    Read per call (also ``sweep.config(time_blocking=...)``): the acoustic
+    family's engines through :func:`time_blocking`, Maxwell's 3D forward for
+    its steps per pass.
+    """
     return config.get("time_blocking")  # also sweep.config(time_blocking=...)
 
 
@@ -83,9 +88,9 @@ def time_blocking(geom: Geometry, n_threads: int, *, cell_bytes: int) -> Blockin
     choice (and turns tuning off); see :class:`BlockingTuner` for the tuned one.
     ``cell_bytes``: bytes per cell a forward step streams (the stepper's).
     """
-    fixed = _override()
-    if fixed is not None:
-        return fixed
+    chosen = fixed()
+    if chosen is not None:
+        return chosen
     return DEFAULTS[geom.ndim] if worth_blocking(geom, cell_bytes=cell_bytes) else UNBLOCKED
 
 
@@ -186,7 +191,7 @@ def tuner_for(
     if (
         not worth_blocking(geom, cell_bytes=cell_bytes)
         or any(geom.free_surface)
-        or _override() is not None
+        or fixed() is not None
     ):
         return None
     # cell_bytes tells the equations apart (their steps cost differently).

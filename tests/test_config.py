@@ -170,11 +170,11 @@ def test_tmpdir_store_cache_time_blocking_simd_rows(tmp_path):
     assert _hostmem._cache_enabled()
     with sweep.config(store_cache=False):
         assert not _hostmem._cache_enabled()
-    assert _blocking._override() is None
+    assert _blocking.fixed() is None
     with sweep.config(time_blocking="3,2,9"):
-        assert _blocking._override() == (3, 2, 9)
+        assert _blocking.fixed() == (3, 2, 9)
     with sweep.config(time_blocking="auto"):
-        assert _blocking._override() is None
+        assert _blocking.fixed() is None
     assert _compiled.simd_rows() == 1
     with sweep.config(simd_rows=False):
         assert _compiled.simd_rows() == 0

@@ -243,9 +243,9 @@ class CompiledMaxwell(CompiledElastic):
         # The 3D forward's temporal blocking picks its steps per pass in C;
         # SWEEP_TIME_BLOCKING / sweep.config(time_blocking=...) fixes them
         # (its first number; 1: off).
-        fixed = _blocking._override()
-        if fixed is not None and self.xp is np and self.geom.ndim == 3:
-            p["block_steps"] = fixed[0]
+        chosen = _blocking.fixed()
+        if chosen is not None and self.xp is np and self.geom.ndim == 3:
+            p["block_steps"] = chosen[0]
         return p
 
     @functools.cached_property
