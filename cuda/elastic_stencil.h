@@ -96,8 +96,9 @@ typedef struct SWEEP_FN(elastic_ctx) {
 } SWEEP_FN(elastic_ctx);
 
 /* Whether the adjoint's C-PML taps along kernel axis d read dbar
- * precomputed at e->db (pre 2: the y and x axes; pre 3: every axis). */
-#define EL_DB_PRE(pre, d) ((pre) == 3 || ((pre) == 2 && (d) > 0))
+ * precomputed at e->db (pre 2: the y and x axes; pre 3: every axis; pre 4:
+ * the x axis). */
+#define EL_DB_PRE(pre, d) ((pre) == 3 || ((pre) == 2 && (d) > 0) || ((pre) == 4 && (d) == 2))
 
 /* The pointers of a call (fields, memory variables and gradients of shot 0):
  * the CPU's (sweep_cy/elastic_cpu_impl.h) and each CUDA thread's. */

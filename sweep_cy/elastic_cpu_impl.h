@@ -55,7 +55,7 @@ typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
  * on the same values, so the same bits. */
 #if SWEEP_NDIM == 3
 #ifndef EL_PRE
-#define EL_PRE 2
+#define EL_PRE 4
 #endif
 #define EL_DB_WIN (EL_PRE == 3 ? EL_ND : 0)
 #define EL_DB_PLANE (2 * EL_ND)
@@ -225,7 +225,7 @@ static inline void SWEEP_FN(el_win_rows)(const sweep_acoustic_params *p, SWEEP_F
      * strip), cells [h, nx - h); the x dbar: the tile's rows, the reach of
      * el_row's x-CPML segments (widened as there). */
     const int zout = l < plo[0] || l >= phi[0];
-    for (sweep_int y = w->y0 - h; y < w->y1 + h; ++y) {
+    for (sweep_int y = w->y0 - h; EL_PRE != 4 && y < w->y1 + h; ++y) {
       if (!zout && y >= plo[1] + h && y < phi[1] - h) continue;
       for (int a = 0; a < EL_ND; ++a)
         SWEEP_FN(el_win_dbar)(e, pl + a * rs, k, a, 1, l * rs + y * s1, l, y, h, x_end);
@@ -236,7 +236,7 @@ static inline void SWEEP_FN(el_win_rows)(const sweep_acoustic_params *p, SWEEP_F
     if (xl > xh) xl = xh;
     if (xh < x_end) xh = x_end - (x_end - xh + lane - 1) / lane * lane;
     if (xh < xl) xh = xl;
-    for (sweep_int y = w->y0; y < w->y1; ++y)
+    for (sweep_int y = w->y0; EL_PRE != 4 && y < w->y1; ++y)
       for (int a = 0; a < EL_ND; ++a) {
         SWEEP_R *D = pl + (EL_ND + a) * rs;
         if (xl > h) SWEEP_FN(el_win_dbar)(e, D, k, a, 2, l * rs + y * s1, l, y, 0, xl + h);
@@ -724,13 +724,26 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
    * leaves to miss (one load held ~20 % of the 2D forward's x-segment
    * samples): this row's high segment and the next row's low one are
    * fetched before the middle. */
+  /* 3D adjoint, pre 4: the x taps' dbar of a segment just before it (the
+   * memory variables where el_prefetch_psi fetched them). */
+#if SWEEP_NDIM == 3 && EL_PRE == 4
+#define EL_DBX_(lo, hi)                                                                   \
+  if (kind == 2 || kind == 3)                                                             \
+    for (int a_ = 0; a_ < EL_ND; ++a_)                                                    \
+      SWEEP_FN(el_win_dbar)(e, (SWEEP_R *)e->db[EL_ND * a_ + 2], kind == 2, a_, 2, base, z, \
+                            y, lo, hi)
+#else
+#define EL_DBX_(lo, hi) (void)0
+#endif
 #define EL_SEGMENTS(m)                                                       \
+  if (xl > h) EL_DBX_(0, xl + h);                                            \
   EL_ROW(h, xl, (m) | 4);                                                    \
   if (xl < xh) {                                                             \
     SWEEP_FN(el_prefetch_psi)(e, kind, base, xh, x_end);                     \
     SWEEP_FN(el_prefetch_psi)(e, kind, base + p->stride[1], h, xl);          \
   }                                                                          \
   EL_ROW(xl, xh, m);                                                         \
+  if (xh < x_end) EL_DBX_(xh - h, p->shape[2]);                              \
   EL_ROW(xh, x_end, (m) | 4)
 #if EL_XVEC
   if (fwd) SWEEP_FN(el_prefetch_ahead)(p, e, kind, base);
@@ -765,6 +778,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
   }
 #undef EL_ROW
 #undef EL_SEGMENTS
+#undef EL_DBX_
 }
 
 /* ---- Free-surface images of the stresses ---- */
