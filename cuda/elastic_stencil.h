@@ -89,16 +89,9 @@ typedef struct SWEEP_FN(elastic_ctx) {
   SWEEP_R rdx[3];
   int nh;
   /* The CPU adjoint only (sweep_cy/elastic_cpu_impl.h): the products its
-   * stencils read, precomputed per line (not set by el_ctx); with pre 2
-   * (3D) also the C-PML taps' dbar per (field, axis), at db[ND a + b]. */
+   * stencils read, precomputed per line (not set by el_ctx). */
   const SWEEP_R *gb[9];
-  const SWEEP_R *db[9];
 } SWEEP_FN(elastic_ctx);
-
-/* Whether the adjoint's C-PML taps along kernel axis d read dbar
- * precomputed at e->db (pre 2: the y and x axes; pre 3: every axis; pre 4:
- * the x axis). */
-#define EL_DB_PRE(pre, d) ((pre) == 3 || ((pre) == 2 && (d) > 0) || ((pre) == 4 && (d) == 2))
 
 /* The pointers of a call (fields, memory variables and gradients of shot 0):
  * the CPU's (sweep_cy/elastic_cpu_impl.h) and each CUDA thread's. */
@@ -330,17 +323,9 @@ SWEEP_HD SWEEP_R SWEEP_FN(el_adj_a_tap)(const SWEEP_FN(elastic_ctx) * e, sweep_i
   const SWEEP_R *P = e->m[j][d];
   const int k = STAG_TAP(nh, e->nh, t);
   const sweep_int o1 = -k - o, o2 = k - 1 - o;
-  SWEEP_R d1, d2;
-  if (cpml && EL_DB_PRE(pre, d)) {
-    /* dbar precomputed by the caller (the same expression as below). */
-    const SWEEP_R *D = e->db[EL_ND * j + b];
-    d1 = D[q + o1 * s];
-    d2 = D[q + o2 * s];
-  } else {
-    d1 = SWEEP_FN(el_gbar_at)(e, q + o1 * s, j, b, pre);
-    d2 = SWEEP_FN(el_gbar_at)(e, q + o2 * s, j, b, pre);
-  }
-  if (cpml && !EL_DB_PRE(pre, d)) {
+  SWEEP_R d1 = SWEEP_FN(el_gbar_at)(e, q + o1 * s, j, b, pre);
+  SWEEP_R d2 = SWEEP_FN(el_gbar_at)(e, q + o2 * s, j, b, pre);
+  if (cpml) {
     const SWEEP_R a1 = A[EL_C(d) + o1], a2 = A[EL_C(d) + o2];
     d1 = SWEEP_FMA(a1, d1 + P[q + o1 * s], d1);
     d2 = SWEEP_FMA(a2, d2 + P[q + o2 * s], d2);
@@ -391,7 +376,6 @@ SWEEP_HD void SWEEP_FN(el_adj_a)(const SWEEP_FN(elastic_ctx) * e, sweep_int q,
 SWEEP_HD SWEEP_R SWEEP_FN(el_dbar_s)(const SWEEP_FN(elastic_ctx) * e, sweep_int p, int a, int F,
                                      int d, const SWEEP_R *A, sweep_int cd, int cpml,
                                      const int pre) {
-  if (cpml && EL_DB_PRE(pre, d)) return e->db[EL_ND * a + d - EL_A0][p]; /* precomputed: as below */
   const SWEEP_R gv = SWEEP_FN(el_bv_at)(e, p, a, pre);
   return cpml ? SWEEP_FMA(A[cd], gv + e->m[F][d][p], gv) : gv;
 }

@@ -45,25 +45,8 @@ typedef SWEEP_FN(elastic_ctx) SWEEP_FN(el_ctx_t);
  * 3D: planes in z, of each only the rows of the work item's tile and the
  * reach around it (a tile streams through z).  The same expressions (no
  * contraction: ISO C), so bitwise the same results. */
-#define EL_PRE_N (EL_ND + EL_NP) /* products per cell: phase A's; phase B's EL_ND */
-/* 3D: also each C-PML tap's dbar (pre 2 of elastic_stencil.h: el_adj_a_tap's
- * FMA(a, gbar + P, gbar), el_dbar_s's FMA(a, b_a v_a + P, b_a v_a)), per
- * field a and axis b at db[ND a + b], computed once per cell where a C-PML
- * row's taps read it (el_win_dbar) instead of at each of its 2 nh taps:
- * the z axis's in the window (EL_DB_WIN arrays of lines), y's and x's of the
- * adjoint plane only (EL_DB_PLANE arrays of one line).  The same expression
- * on the same values, so the same bits. */
-#if SWEEP_NDIM == 3
-#ifndef EL_PRE
-#define EL_PRE 4
-#endif
-#define EL_DB_WIN (EL_PRE == 3 ? EL_ND : 0)
-#define EL_DB_PLANE (2 * EL_ND)
-#else
 #define EL_PRE 1
-#define EL_DB_WIN 0
-#define EL_DB_PLANE 0
-#endif
+#define EL_PRE_N (EL_ND + EL_NP) /* products per cell: phase A's; phase B's EL_ND */
 /* Lines of the window beyond the two reaches it keeps when it slides (3D
  * o8 adjoint: 2h + 24 planes no faster than 2h + 8). */
 #define EL_WIN_LINES 8
@@ -72,7 +55,6 @@ typedef struct {
   sweep_int lines, rs, lo, next;
   sweep_int seg0, segn;  /* each line's computed cells: [seg0, seg0 + segn) */
   sweep_int shot, stamp; /* which shot, phase, step (and 3D tile) the lines are of */
-  sweep_int y0, y1, cur; /* 3D: the tile's rows, the plane of the y and x dbar (or -1) */
 } SWEEP_FN(el_win_t);
 
 static inline void SWEEP_FN(el_win_init)(const sweep_acoustic_params *p, SWEEP_FN(el_win_t) * w) {
@@ -80,10 +62,7 @@ static inline void SWEEP_FN(el_win_init)(const sweep_acoustic_params *p, SWEEP_F
   w->seg0 = 0;
   w->segn = p->shape[2];
   w->lines = 2 * p->halo + EL_WIN_LINES;
-  w->buf = (SWEEP_R *)malloc(sizeof(SWEEP_R) *
-                             ((EL_PRE_N + EL_DB_WIN) * w->lines + EL_DB_PLANE) * w->rs);
-  w->y0 = w->y1 = 0;
-  w->cur = -1;
+  w->buf = (SWEEP_R *)malloc(sizeof(SWEEP_R) * EL_PRE_N * w->lines * w->rs);
   w->shot = -1;
   w->stamp = -1;
   w->lo = w->next = 0;
@@ -134,9 +113,6 @@ static inline void SWEEP_FN(el_win_tile)(const sweep_acoustic_params *p, SWEEP_F
   w->segn = (y1 - y0 + 2 * h) * p->stride[1];
   const sweep_int l0 = h; /* the first plane */
   (void)stamp;
-  w->y0 = y0;
-  w->y1 = y1;
-  w->cur = -1;
   w->shot = shot;
   w->stamp = -1;
 #else
@@ -149,32 +125,6 @@ static inline void SWEEP_FN(el_win_tile)(const sweep_acoustic_params *p, SWEEP_F
   w->lo = w->next = l0 - h;
 }
 
-#if SWEEP_NDIM == 3
-/* dbar of field a along axis b of phase k (1: A, gbar of v_a along b from
- * e->gb; 0: B, b_a v_a) on cells [x0, x1) of row (cz, cy) at grid offset
- * base into D (indexed as the grid): the C-PML tap's expression
- * (elastic_stencil.h el_adj_a_tap, el_dbar_s). */
-static inline void SWEEP_FN(el_win_dbar)(const SWEEP_FN(el_ctx_t) * e, SWEEP_R *D, int k, int a,
-                                         int b, sweep_int base, sweep_int cz, sweep_int cy,
-                                         sweep_int x0, sweep_int x1) {
-  const int d = EL_A0 + b, fw = k ? a != b : a == b;
-  const SWEEP_R *A = fw ? e->pah[d] : e->pa[d];
-  const SWEEP_R *G = e->gb[k ? (a == b ? a : EL_ND + EL_PAIR(a, b)) : a] + base;
-  const SWEEP_R *P = e->m[k ? a : EL_S(a, b)][d];
-  if (!P || x0 >= x1) return;
-  P += base;
-  SWEEP_R *o = D + base;
-  if (d == 2) {
-    _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) o[x] =
-        SWEEP_FMA(A[x], G[x] + P[x], G[x]);
-  } else {
-    const SWEEP_R av = A[d == 0 ? cz : cy];
-    _Pragma("omp simd") for (sweep_int x = x0; x < x1; ++x) o[x] =
-        SWEEP_FMA(av, G[x] + P[x], G[x]);
-  }
-}
-#endif
-
 /* Before adjoint line l (2D: row y; 3D: plane z) of phase k: the window's
  * lines up to l + h computed (sliding it when full: the last 2 h lines to
  * its start), e's pointers at them. */
@@ -183,72 +133,18 @@ static inline void SWEEP_FN(el_win_rows)(const sweep_acoustic_params *p, SWEEP_F
   const sweep_int h = p->halo, rs = w->rs, step = w->lines * rs;
   const sweep_int s0 = w->seg0, sn = w->segn;
   const int n = k ? EL_PRE_N : EL_ND;
-#if SWEEP_NDIM == 3
-  const sweep_int s1 = p->stride[1], nx = p->shape[2], x_end = nx - h;
-  const sweep_int *plo = p->plain_lo, *phi = p->plain_hi;
-#endif
   for (; w->next <= l + h; ++w->next) {
     if (w->next - w->lo >= w->lines) {
       const sweep_int keep = 2 * h, from = w->next - keep - w->lo;
-      for (int a = 0; a < EL_PRE_N + EL_DB_WIN; ++a) {
-        if (a >= n && a < EL_PRE_N) continue;
+      for (int a = 0; a < n; ++a)
         for (sweep_int i = 0; i < keep; ++i)
           memmove(w->buf + a * step + i * rs + s0, w->buf + a * step + (from + i) * rs + s0,
                   sizeof(SWEEP_R) * sn);
-      }
       w->lo = w->next - keep;
     }
     SWEEP_FN(el_win_row)(e, w->buf + (w->next - w->lo) * rs + s0, step, w->next * rs + s0, sn, k);
-#if SWEEP_NDIM == 3
-    /* The z dbar of this plane: on the tile's rows whose z taps are C-PML
-     * ones (el_row's outer rows: all within h of the z strips, else the y
-     * strips' rows), cells [h, nx - h). */
-    if (EL_DB_WIN) {
-    const sweep_int zz = w->next;
-    const int full = zz < plo[0] + h || zz >= phi[0] - h;
-    for (int a = 0; a < n; ++a) e->gb[a] = w->buf + a * step - w->lo * rs;
-    for (sweep_int y = w->y0; y < w->y1; ++y) {
-      if (!full && y >= plo[1] && y < phi[1]) continue;
-      for (int a = 0; a < EL_ND; ++a)
-        SWEEP_FN(el_win_dbar)(e, w->buf + (EL_PRE_N + a) * step - w->lo * rs, k, a, 0,
-                              zz * rs + y * s1, zz, y, h, x_end);
-    }
-    }
-#endif
   }
   for (int a = 0; a < n; ++a) e->gb[a] = w->buf + a * step - w->lo * rs;
-#if SWEEP_NDIM == 3
-  SWEEP_R *const pl = w->buf + (EL_PRE_N + EL_DB_WIN) * step - l * rs;
-  if (w->cur != l) {
-    w->cur = l;
-    /* The y dbar of plane l: rows within h of the outer rows (all in a z
-     * strip), cells [h, nx - h); the x dbar: the tile's rows, the reach of
-     * el_row's x-CPML segments (widened as there). */
-    const int zout = l < plo[0] || l >= phi[0];
-    for (sweep_int y = w->y0 - h; EL_PRE != 4 && y < w->y1 + h; ++y) {
-      if (!zout && y >= plo[1] + h && y < phi[1] - h) continue;
-      for (int a = 0; a < EL_ND; ++a)
-        SWEEP_FN(el_win_dbar)(e, pl + a * rs, k, a, 1, l * rs + y * s1, l, y, h, x_end);
-    }
-    const sweep_int lane = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
-    sweep_int xl = plo[2], xh = phi[2];
-    if (xl > h) xl = h + (xl - h + lane - 1) / lane * lane;
-    if (xl > xh) xl = xh;
-    if (xh < x_end) xh = x_end - (x_end - xh + lane - 1) / lane * lane;
-    if (xh < xl) xh = xl;
-    for (sweep_int y = w->y0; EL_PRE != 4 && y < w->y1; ++y)
-      for (int a = 0; a < EL_ND; ++a) {
-        SWEEP_R *D = pl + (EL_ND + a) * rs;
-        if (xl > h) SWEEP_FN(el_win_dbar)(e, D, k, a, 2, l * rs + y * s1, l, y, 0, xl + h);
-        if (xh < x_end) SWEEP_FN(el_win_dbar)(e, D, k, a, 2, l * rs + y * s1, l, y, xh - h, nx);
-      }
-  }
-  for (int a = 0; a < EL_ND; ++a) {
-    if (EL_DB_WIN) e->db[EL_ND * a] = w->buf + (EL_PRE_N + a) * step - w->lo * rs;
-    e->db[EL_ND * a + 1] = pl + a * rs;
-    e->db[EL_ND * a + 2] = pl + (EL_ND + a) * rs;
-  }
-#endif
 }
 
 /* ---- Rows: cells [x0, x1) of row base = (z, y), one function per mask ---- */
@@ -724,26 +620,13 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
    * leaves to miss (one load held ~20 % of the 2D forward's x-segment
    * samples): this row's high segment and the next row's low one are
    * fetched before the middle. */
-  /* 3D adjoint, pre 4: the x taps' dbar of a segment just before it (the
-   * memory variables where el_prefetch_psi fetched them). */
-#if SWEEP_NDIM == 3 && EL_PRE == 4
-#define EL_DBX_(lo, hi)                                                                   \
-  if (kind == 2 || kind == 3)                                                             \
-    for (int a_ = 0; a_ < EL_ND; ++a_)                                                    \
-      SWEEP_FN(el_win_dbar)(e, (SWEEP_R *)e->db[EL_ND * a_ + 2], kind == 2, a_, 2, base, z, \
-                            y, lo, hi)
-#else
-#define EL_DBX_(lo, hi) (void)0
-#endif
 #define EL_SEGMENTS(m)                                                       \
-  if (xl > h) EL_DBX_(0, xl + h);                                            \
   EL_ROW(h, xl, (m) | 4);                                                    \
   if (xl < xh) {                                                             \
     SWEEP_FN(el_prefetch_psi)(e, kind, base, xh, x_end);                     \
     SWEEP_FN(el_prefetch_psi)(e, kind, base + p->stride[1], h, xl);          \
   }                                                                          \
   EL_ROW(xl, xh, m);                                                         \
-  if (xh < x_end) EL_DBX_(xh - h, p->shape[2]);                              \
   EL_ROW(xh, x_end, (m) | 4)
 #if EL_XVEC
   if (fwd) SWEEP_FN(el_prefetch_ahead)(p, e, kind, base);
@@ -778,7 +661,6 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
   }
 #undef EL_ROW
 #undef EL_SEGMENTS
-#undef EL_DBX_
 }
 
 /* ---- Free-surface images of the stresses ---- */
