@@ -461,16 +461,19 @@ class CompiledElastic(CompiledStepper):
     def kernel_coefficients(self, vp: Any, vs: Any, rho: Any) -> list[Any]:
         """Return the kernels' coefficients (on this engine's device) from NumPy models.
 
-        The coefficients (:func:`coefficient_arrays`) are computed on the host.
+        The coefficients (:func:`coefficient_factors`) are computed on the host.
         """
-        arrays = coefficient_arrays(self.eager, np, vp, vs, rho)
-        copies: dict[int, Any] = {}  # an array repeated (equal moduli) is copied once
-        for k, x in enumerate(arrays):
-            if id(x) not in copies:
-                copies[id(x)] = self.copy_field(
-                    self.kernel_input(np.asarray(x), name="coefficients"), 40 + k
-                )
-        return [copies[id(x)] for x in arrays]
+        factors = coefficient_factors(self.eager, vp, vs, rho)
+        copies: dict[int, Any] = {}  # a pair repeated (equal moduli) is written once
+        for k, f in enumerate(factors):
+            if id(f) in copies:
+                continue
+            if self.xp is np:  # the product straight into its field (no array between)
+                copies[id(f)] = self.copy_field(f[0], 40 + k, mask=f[1])
+            else:
+                x = self.kernel_input(np.asarray(f[0] * f[1]), name="coefficients")
+                copies[id(f)] = self.copy_field(x, 40 + k)
+        return [copies[id(f)] for f in factors]
 
     def state_dict(
         self, state: ElasticState, like: Any, memory: bool = True, copy: bool = True
@@ -605,6 +608,22 @@ def coefficient_arrays(eager: EagerElastic, xp: Any, vp: Any, vs: Any, rho: Any)
     the models' array library (NumPy, or torch for the chain rule of the
     gradients).
     """
+    factors = coefficient_factors(eager, vp, vs, rho)
+    products: dict[int, Any] = {}
+    for f in factors:
+        if id(f) not in products:
+            products[id(f)] = f[0] * f[1]
+    return [products[id(f)] for f in factors]
+
+
+def coefficient_factors(eager: EagerElastic, vp: Any, vs: Any, rho: Any) -> list[tuple[Any, Any]]:
+    """Return the kernels' coefficients as factors: (the eager path's, the field's live mask).
+
+    In :func:`coefficient_arrays`' order; a kernel coefficient is the product
+    of its pair.  Equal moduli with equal live masks are one pair object (the
+    same values): the kernels read 2 arrays of ``C_ij`` without a free
+    surface, not 9.
+    """
     g = eager.geom
     nd = g.ndim
     c = eager.coefficients(vp, vs, rho)
@@ -614,21 +633,19 @@ def coefficient_arrays(eager: EagerElastic, xp: Any, vp: Any, vs: Any, rho: Any)
     def live(name: str) -> Any:
         return eager.field_live[name][0]
 
-    out = [c["b"][kinds.velocity(a)] * live(kinds.velocity(a)) for a in axes]
-    # Equal moduli times equal live masks are one array (the same values): the
-    # kernels read 2 arrays of C_ij without a free surface, not 9.
+    out = [(c["b"][kinds.velocity(a)], live(kinds.velocity(a))) for a in axes]
     normal = _equal_live(eager, names[nd : 2 * nd])
-    products: dict[tuple[int, str], Any] = {}
+    pairs: dict[tuple[int, str], tuple[Any, Any]] = {}
     for i in range(nd):
         for j in range(nd):
             key = (id(c["C"][(i, j)]), normal[i])
-            if key not in products:
-                products[key] = c["C"][(i, j)] * live(names[nd + i])
-            out.append(products[key])
+            if key not in pairs:
+                pairs[key] = (c["C"][(i, j)], live(names[nd + i]))
+            out.append(pairs[key])
     for i in range(nd):
         for j in range(i + 1, nd):
             s = kinds.stress(axes[i], axes[j])
-            out.append(c["mu"][s] * live(s))
+            out.append((c["mu"][s], live(s)))
     return out
 
 

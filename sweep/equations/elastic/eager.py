@@ -193,11 +193,18 @@ class EagerElastic(EagerStaggered):
                     c[(i, j)] = dt * base
         mus = {}
         mu_next = {d: self._shift(mu, d) for d in range(nd)}  # each used by two pairs (3D)
+
+        # Per corner its positive mask p and 1 / (x p + 1 - p): once for mu (a
+        # corner of every pair) and each mu_next (of two pairs in 3D).
+        def corner(x: Any) -> tuple[Any, Any]:
+            p = xp.astype(x > 0, x.dtype)
+            return p, 1 / (x * p + (1 - p))
+
+        shared = {"mu": corner(mu), **{d: corner(x) for d, x in mu_next.items()}}
         for (i, a), (j, bb) in _pairs(self.axes):
-            corners = [mu, mu_next[i], mu_next[j], self._shift(mu_next[i], j)]
-            pos = [xp.astype(x > 0, x.dtype) for x in corners]
-            inv = sum(1 / (x * p + (1 - p)) for x, p in zip(corners, pos, strict=True))
-            mus[kinds.stress(a, bb)] = dt * math.prod(pos) * 4 / inv
+            corners = [shared["mu"], shared[i], shared[j], corner(self._shift(mu_next[i], j))]
+            inv = sum(t for _, t in corners)
+            mus[kinds.stress(a, bb)] = dt * math.prod(p for p, _ in corners) * 4 / inv
         src = {v: bv / self.dv for v, bv in b.items()}
         return {"b": b, "C": c, "mu": mus, "src": src}
 
