@@ -477,6 +477,16 @@ class CompiledStepper:
             self.xp.multiply(x, mask, out=out)
         return out
 
+    def masked_field(self, x: np.ndarray, mask: np.ndarray, slot: int) -> Any:
+        """Return ``x * mask`` (host arrays: a coefficient, its live mask) in field slot ``slot``.
+
+        On the host the product goes straight into the field; for a device
+        it is formed on the host and copied over.
+        """
+        if self.xp is np:
+            return self.copy_field(x, slot, mask=mask)
+        return self.copy_field(self.kernel_input(np.asarray(x * mask), name="coefficients"), slot)
+
     @functools.cached_property
     def buffer_layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
         """Per kernel field, the shape (-1: any extent) and row pitch (0: dense) it must have.

@@ -241,7 +241,7 @@ def zeros(
     """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    cached = nbytes >= _FIELD_MIN_BYTES and _cache_enabled() and hasattr(mmap, "MADV_HUGEPAGE")
+    cached = _mid_size_cached(nbytes)
     if not (cached or _huge(nbytes)):
         if phase is None:
             return np.zeros(shape, dtype=dtype)
@@ -341,6 +341,11 @@ _FIELD_CACHE_BYTES = 1 << 30
 
 def _cache_enabled() -> bool:
     return bool(config.get("store_cache"))  # also sweep.config(store_cache=...)
+
+
+def _mid_size_cached(nbytes: int) -> bool:
+    """Whether an array of ``nbytes`` (a field or scratch array) comes from a cache of mappings."""
+    return nbytes >= _FIELD_MIN_BYTES and _cache_enabled() and hasattr(mmap, "MADV_HUGEPAGE")
 
 
 def _close(regions: list[mmap.mmap]) -> None:
@@ -447,9 +452,7 @@ def scratch(shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < _FIELD_MIN_BYTES or not _scratch_kept[0] or not _cache_enabled():
-        return np.empty(shape, dtype=dtype)
-    if not hasattr(mmap, "MADV_HUGEPAGE"):
+    if not (_scratch_kept[0] and _mid_size_cached(nbytes)):
         return np.empty(shape, dtype=dtype)
     return _cached(_scratch, nbytes, shape, dtype, 0)[0]
 

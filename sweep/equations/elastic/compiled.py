@@ -466,13 +466,8 @@ class CompiledElastic(CompiledStepper):
         factors = coefficient_factors(self.eager, vp, vs, rho)
         copies: dict[int, Any] = {}  # a pair repeated (equal moduli) is written once
         for k, f in enumerate(factors):
-            if id(f) in copies:
-                continue
-            if self.xp is np:  # the product straight into its field (no array between)
-                copies[id(f)] = self.copy_field(f[0], 40 + k, mask=f[1])
-            else:
-                x = self.kernel_input(np.asarray(f[0] * f[1]), name="coefficients")
-                copies[id(f)] = self.copy_field(x, 40 + k)
+            if id(f) not in copies:
+                copies[id(f)] = self.masked_field(*f, 40 + k)
         return [copies[id(f)] for f in factors]
 
     def state_dict(

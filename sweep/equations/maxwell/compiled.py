@@ -208,10 +208,7 @@ class CompiledMaxwell(CompiledElastic):
         Computed on the host from NumPy models.
         """
         factors = coefficient_factors(self.eager, epsilon, sigma, mu)
-        if self.xp is np:  # each product straight into its field (no array between)
-            return {k: self.copy_field(c, 20 + k, mask=m) for k, (c, m) in factors.items()}
-        return {k: self.copy_field(self.kernel_input(c * m, name="coefficients"), 20 + k)
-                for k, (c, m) in factors.items()}  # fmt: skip
+        return {k: self.masked_field(c, m, 20 + k) for k, (c, m) in factors.items()}
 
     def state_dict(  # type: ignore[override]
         self, state: MaxwellState, like: Any, memory: bool = True, copy: bool = True
