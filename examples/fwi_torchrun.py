@@ -118,8 +118,8 @@ def _same_on_every_rank(x: torch.Tensor, ctx: sweep.distributed.TorchContext) ->
 if __name__ == "__main__":
     code = main()
     # Exit without the interpreter's teardown: under torchrun a rank aborted
-    # there ("terminate called without an active exception", torch 2.13's
-    # gloo threads) in 4 of 50 runs after its work was done and written, even
+    # there ("terminate called without an active exception", most likely
+    # gloo's threads) in 4 of 50 runs after its work was done and written, even
     # with the barrier above; with os._exit 0 of 40 (two processes, 30 x 60).
     sys.stdout.flush()
     sys.stderr.flush()
