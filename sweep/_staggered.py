@@ -134,6 +134,26 @@ def check_point_kinds(
     return tuple(out)
 
 
+class _LiveMasks(dict):
+    """Per field, its live mask (1, *padded shape): formed from its axes' factors on first use.
+
+    The outer product, in the engine's dtype, is one full-size array per field
+    (each fresh one costs its page faults); a compiled forward never needs it
+    (it multiplies its coefficients by the factors, :attr:`EagerStaggered.live_factors`).
+    """
+
+    def __init__(self, factors: dict[str, tuple[Any, ...]]) -> None:
+        super().__init__()
+        self._factors = factors
+
+    def __missing__(self, name: str) -> Any:
+        mask = None
+        for live in self._factors[name]:
+            mask = live if mask is None else mask * live
+        self[name] = mask[None]
+        return self[name]
+
+
 class EagerStaggered(EagerBase):
     """Fields on a staggered grid, C-PML-stretched staggered differences, images, state.
 
@@ -191,17 +211,15 @@ class EagerStaggered(EagerBase):
                 )
             self.prof.append(per)
         # Where each field is updated (product of per-axis masks), and its images.
-        self.field_live = {}
+        self.live_factors = {}
         self.mirrors = {}
         for name, stag in self.stag.items():
-            # The outer product of the axes' masks, in the engine's dtype: one
-            # full-size array (each fresh one costs its page faults).
-            mask = None
-            for d in range(nd):
-                live = live_axis(g, d, d in stag, self.held(name, d))
-                live = self._asarray(live.reshape(self._axis_shape(d)[1:]))
-                mask = live if mask is None else mask * live
-            self.field_live[name] = mask[None]
+            self.live_factors[name] = tuple(
+                self._asarray(
+                    live_axis(g, d, d in stag, self.held(name, d)).reshape(self._axis_shape(d)[1:])
+                )
+                for d in range(nd)
+            )
             mirrors = []
             for d in range(nd if self.with_step else 0):
                 sign = self.mirror_sign(name, d)
@@ -210,6 +228,7 @@ class EagerStaggered(EagerBase):
                     signed = sign * self._asarray(ghost.reshape(self._axis_shape(d)))
                     mirrors.append((d, self._asarray(mirror, xp.int64), signed))
             self.mirrors[name] = mirrors
+        self.field_live = _LiveMasks(self.live_factors)
         # Index maps of the next node along each axis (edge repeated), for averages.
         self.next = [
             self._asarray(np.minimum(np.arange(n) + 1, n - 1), xp.int64) for n in g.padded_shape

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -417,13 +418,6 @@ class CompiledElastic(CompiledStepper):
     def _layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
         g = self.geom
         out = super()._layouts()
-        if self.reversible:  # boundary saving's cells (found in ~1 ms at 480^2)
-            cells = self._bs_cells
-            out.update({
-                "band_idx": ((len(cells["band"]),), 0),
-                "ring_idx": ((len(cells["ring"]),), 0),
-                "outer_row": ((len(g.outer_row),), 0),
-            })  # fmt: skip
         out.update({
             "src_amp": ((g.n_shots, self.n_src_terms, g.nt), 0),
             "grad_src": ((g.n_shots, self.n_src_terms, g.nt), 0),
@@ -437,6 +431,14 @@ class CompiledElastic(CompiledStepper):
             "ws": ((g.halo,), 0),
         })  # fmt: skip
         return out
+
+    def _boundary_layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:
+        cells = self._bs_cells  # boundary saving's cells (found in ~1 ms at 480^2)
+        return super()._boundary_layouts() | {
+            "band_idx": ((len(cells["band"]),), 0),
+            "ring_idx": ((len(cells["ring"]),), 0),
+            "outer_row": ((len(self.geom.outer_row),), 0),
+        }
 
     def new_state(self) -> ElasticState:
         """Return zeroed fields and memory variables (step 0)."""
@@ -607,17 +609,18 @@ def coefficient_arrays(eager: EagerElastic, xp: Any, vp: Any, vs: Any, rho: Any)
     products: dict[int, Any] = {}
     for f in factors:
         if id(f) not in products:
-            products[id(f)] = f[0] * f[1]
+            products[id(f)] = functools.reduce(operator.mul, f[1], f[0])
     return [products[id(f)] for f in factors]
 
 
 def coefficient_factors(eager: EagerElastic, vp: Any, vs: Any, rho: Any) -> list[tuple[Any, Any]]:
-    """Return the kernels' coefficients as factors: (the eager path's, the field's live mask).
+    """Return the kernels' coefficients as factors: (the eager path's, its field's live mask).
 
-    In :func:`coefficient_arrays`' order; a kernel coefficient is the product
-    of its pair.  Equal moduli with equal live masks are one pair object (the
-    same values): the kernels read 2 arrays of ``C_ij`` without a free
-    surface, not 9.
+    In :func:`coefficient_arrays`' order; a live mask is given as its 0/1
+    factors per axis (:attr:`~sweep._staggered.EagerStaggered.live_factors`),
+    and a kernel coefficient is the product of them all.  Equal moduli with
+    equal live masks are one pair object (the same values): the kernels read
+    2 arrays of ``C_ij`` without a free surface, not 9.
     """
     g = eager.geom
     nd = g.ndim
@@ -625,8 +628,8 @@ def coefficient_factors(eager: EagerElastic, vp: Any, vs: Any, rho: Any) -> list
     names = list(kinds.fields(nd))
     axes = kinds.AXES[nd]
 
-    def live(name: str) -> Any:
-        return eager.field_live[name][0]
+    def live(name: str) -> tuple[Any, ...]:
+        return eager.live_factors[name]
 
     out = [(c["b"][kinds.velocity(a)], live(kinds.velocity(a))) for a in axes]
     normal = _equal_live(eager, names[nd : 2 * nd])
@@ -652,7 +655,12 @@ def _equal_live(eager: EagerElastic, names: list[str]) -> list[str]:
         xp = eager.xp
         out: list[str] = []
         for name in names:
-            same = (n for n in out if bool(xp.all(eager.field_live[n] == eager.field_live[name])))
+            mine = eager.live_factors[name]
+            same = (
+                n for n in out
+                if all(bool(xp.all(a == b))
+                       for a, b in zip(eager.live_factors[n], mine, strict=True))
+            )  # fmt: skip
             out.append(next(same, name))
         cache[key] = out
     return cache[key]

@@ -32,6 +32,7 @@ surface stay zero.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 from typing import Any
@@ -172,7 +173,7 @@ class EagerElastic(EagerStaggered):
         for d, a in enumerate(self.axes):
             b[kinds.velocity(a)] = dt / self._mean_next(rho, d)
         # The surface condition s_dd = 0 eliminates d_d v_d: lambda' = lambda - lambda^2 / m2.
-        lam_s = 2 * lam * mu / m2
+        lam_s = 2 * lam * mu / m2 if self.surface else None
         c = {}
         # Moduli no surface row changed are one array each (dt m2, dt lambda): the
         # compiled kernels then read 2 arrays for the 9 (benchmarks/README.md).
@@ -200,9 +201,15 @@ class EagerElastic(EagerStaggered):
             p = xp.astype(x > 0, x.dtype)
             return p, 1 / (x * p + (1 - p))
 
+        on_numpy = isinstance(mu, np.ndarray)
+        if on_numpy:  # the same values in fewer passes (a compiled call's set-up)
+            corner = _corner_numpy
         shared = {"mu": corner(mu), **{d: corner(x) for d, x in mu_next.items()}}
         for (i, a), (j, bb) in _pairs(self.axes):
             corners = [shared["mu"], shared[i], shared[j], corner(self._shift(mu_next[i], j))]
+            if on_numpy:
+                mus[kinds.stress(a, bb)] = _harmonic_numpy(dt, corners)
+                continue
             inv = sum(t for _, t in corners)
             mus[kinds.stress(a, bb)] = dt * math.prod(p for p, _ in corners) * 4 / inv
         src = {v: bv / self.dv for v, bv in b.items()}
@@ -444,6 +451,32 @@ class EagerElastic(EagerStaggered):
         models = {"vp": vp, "vs": vs, "rho": rho}
         records, state = self.run_steps(coeffs, amp, progress, callbacks, models, initial)
         return self.stack_records(records), self.final_state(state)
+
+
+def _corner_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """NumPy's ``corner`` of :meth:`EagerElastic.coefficients`, bit for bit: (x > 0, 1 / x or 1).
+
+    Where ``x > 0``, ``x p + (1 - p)`` is ``x`` exactly; elsewhere it is 1.
+    """
+    pos = x > 0
+    inv = np.ones_like(x)
+    np.divide(1, x, out=inv, where=pos)
+    return pos, inv
+
+
+def _harmonic_numpy(dt: float, corners: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """``dt prod(p) 4 / sum(1 / corner)`` from :func:`_corner_numpy`'s pairs, bit for bit.
+
+    The product of the 0/1 masks times ``dt`` times 4 is ``dt 4`` or 0
+    exactly, so the mean is ``(dt 4) / inv`` times the corners' joint mask;
+    the sum runs in the same order, in place.
+    """
+    inv = corners[0][1] + corners[1][1]
+    for _, t in corners[2:]:
+        inv += t
+    out = np.divide(np.asarray(dt, inv.dtype) * 4, inv, out=inv)
+    out *= functools.reduce(np.logical_and, (p for p, _ in corners))
+    return out
 
 
 def _pairs(axes: tuple[str, ...]) -> list[tuple[tuple[int, str], tuple[int, str]]]:

@@ -272,13 +272,15 @@ class CompiledMaxwell(CompiledElastic):
 def coefficient_factors(
     eager: EagerMaxwell, epsilon: Any, sigma: Any, mu: Any
 ) -> dict[int, tuple[Any, Any]]:
-    """Return the kernels' coefficients as factors: the eager path's and the field's live mask.
+    """Return the kernels' coefficients as factors: the eager path's and its field's live mask.
 
     Keyed by slot (:func:`coefficient_slots`); padded, without a shot axis;
-    a kernel coefficient is the product of its two.
+    the live mask as its 0/1 factors per axis
+    (:attr:`~sweep._staggered.EagerStaggered.live_factors`), and a kernel
+    coefficient the product of them all.
     """
     c = eager.coefficients(epsilon, sigma, mu, sources=False)
-    return {k: (c[kind][name], eager.field_live[name][0])
+    return {k: (c[kind][name], eager.live_factors[name])
             for (kind, name), k in coefficient_slots(eager.geom.ndim).items()}  # fmt: skip
 
 
