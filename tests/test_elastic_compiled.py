@@ -317,3 +317,34 @@ def test_gradient_without_torch_or_jax(tmp_path):
     run = subprocess.run([sys.executable, "-P", str(path)], capture_output=True, text=True,
                          timeout=300)  # fmt: skip
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stderr[-3000:]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_harmonic_mean_on_numpy_is_the_generic_expression_bitwise(dtype):
+    """NumPy's fast harmonic mean of mu equals the differentiable expression bit for bit.
+
+    Zero corners (water) make the mean zero; the fast path forms it as
+    ``(4 dt) / sum(1 / corner)`` times the corners' joint mask.
+    """
+    import math
+
+    from sweep.equations.elastic.eager import _corner_numpy, _harmonic_numpy
+
+    rng = np.random.default_rng(5)
+    xs = [(rng.random((23, 31)) * 3e9).astype(dtype) for _ in range(4)]
+    for x in xs:
+        x[rng.random(x.shape) < 0.25] = 0
+    dt = 7.3e-4
+
+    def corner(x):  # as EagerElastic.coefficients writes it for every array library
+        p = (x > 0).astype(x.dtype)
+        return p, 1 / (x * p + (1 - p))
+
+    generic = [corner(x) for x in xs]
+    want = dt * math.prod(p for p, _ in generic) * 4 / sum(t for _, t in generic)
+    fast = [_corner_numpy(x) for x in xs]
+    for (_, a), (_, b) in zip(generic, fast, strict=True):
+        assert a.tobytes() == b.tobytes()
+    got = _harmonic_numpy(dt, fast)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    assert (got == 0).any() and (got > 0).any()
