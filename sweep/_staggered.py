@@ -22,6 +22,7 @@ are imaged beyond it; the phases and coefficients are its own.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -134,6 +135,11 @@ def check_point_kinds(
     return tuple(out)
 
 
+def _at(d: int, sl: slice) -> tuple[slice, ...]:
+    """Return the index of ``sl`` along axis ``d`` (every earlier axis whole)."""
+    return (*(slice(None),) * d, sl)
+
+
 class _LiveMasks(dict):
     """Per field, its live mask (1, *padded shape): formed from its axes' factors on first use.
 
@@ -243,10 +249,18 @@ class EagerStaggered(EagerBase):
 
     def _shift(self, m: Any, d: int) -> Any:
         """``m`` at the next node along axis ``d`` (edge repeated); ``m`` has no shot axis."""
-        if isinstance(m, np.ndarray):  # the same copy as take, as two slices (faster)
-            lead = (slice(None),) * d
-            n = m.shape[d]
-            return np.concatenate((m[(*lead, slice(1, n))], m[(*lead, slice(n - 1, n))]), axis=d)
+        if isinstance(m, np.ndarray):  # the same copy as take (faster)
+            out = np.empty_like(m, order="C")
+            last = _at(d, slice(m.shape[d] - 1, None))
+            if m.flags.c_contiguous:
+                # One run over the flat array (short rows cost NumPy a loop
+                # each), then the last node along d, which it got wrong.
+                b = math.prod(m.shape[d + 1 :])
+                out.reshape(-1)[: m.size - b] = m.reshape(-1)[b:]
+            else:
+                out[_at(d, slice(None, -1))] = m[_at(d, slice(1, None))]
+            out[last] = m[last]
+            return out
         return self.xp.take(m, self.next[d], axis=d)
 
     def _mean_next(self, m: Any, d: int) -> Any:
@@ -254,11 +268,15 @@ class EagerStaggered(EagerBase):
         if not isinstance(m, np.ndarray):
             return 0.5 * (m + self._shift(m, d))
         # The same sums and products, without the shifted copy and two temporaries.
-        lead = (slice(None),) * d
-        n = m.shape[d]
-        head, last = (*lead, slice(0, n - 1)), (*lead, slice(n - 1, n))
-        out = np.empty_like(m)
-        np.add(m[head], m[(*lead, slice(1, n))], out=out[head])
+        out = np.empty_like(m, order="C")
+        last = _at(d, slice(m.shape[d] - 1, None))
+        if m.flags.c_contiguous:  # one run over the flat array, as in _shift
+            b = math.prod(m.shape[d + 1 :])
+            flat = m.reshape(-1)
+            np.add(flat[: m.size - b], flat[b:], out=out.reshape(-1)[: m.size - b])
+        else:
+            np.add(m[_at(d, slice(None, -1))], m[_at(d, slice(1, None))],
+                   out=out[_at(d, slice(None, -1))])  # fmt: skip
         np.add(m[last], m[last], out=out[last])
         out *= 0.5
         return out

@@ -348,3 +348,24 @@ def test_harmonic_mean_on_numpy_is_the_generic_expression_bitwise(dtype):
     got = _harmonic_numpy(dt, fast)
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
     assert (got == 0).any() and (got > 0).any()
+
+
+def test_staggered_shift_and_mean_on_numpy_are_take_bitwise():
+    """NumPy's shift and mean along an axis (flat runs) equal ``take`` of the next node.
+
+    C-ordered, Fortran-ordered and reversed views, every axis, unit extents.
+    """
+    from sweep._staggered import EagerStaggered
+
+    engine = EagerStaggered.__new__(EagerStaggered)  # the two methods use no state
+    rng = np.random.default_rng(2)
+    for shape in [(7,), (5, 6), (4, 5, 6), (1, 3, 4), (3, 1, 5), (2, 3, 1)]:
+        for dtype in (np.float32, np.float64):
+            m = rng.random(shape).astype(dtype)
+            for x in (m, np.asfortranarray(m), m[..., ::-1]):
+                for d in range(m.ndim):
+                    n = x.shape[d]
+                    want = np.take(x, np.minimum(np.arange(n) + 1, n - 1), axis=d)
+                    got = engine._shift(x, d)
+                    assert got.tobytes() == want.tobytes()
+                    assert engine._mean_next(x, d).tobytes() == (0.5 * (x + want)).tobytes()

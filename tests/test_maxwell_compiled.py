@@ -263,3 +263,28 @@ def test_kernel_coefficients_overwrite_reused_fields_whole(ndim):
             )
             assert not wide[..., x.shape[-1] :].any()  # the rows' tails
         del got
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_coefficients_are_the_generic_expressions_bitwise(ndim, dtype):
+    """NumPy's in-place coefficients equal the expressions every array library runs, bit for bit."""
+    from sweep.equations.maxwell import compiled
+    from sweep.equations.maxwell.propagator import _prepare
+
+    models, dx, dt, kw = _problem(ndim, dtype=dtype)
+    models[1][..., :3] = 0  # lossless cells too
+    args = inspect.signature(_fn(ndim)).bind(*models, dx, dt, **kw)
+    args.apply_defaults()
+    call = _prepare(**args.arguments, equation=_fn(ndim).__name__)
+    eager = compiled.CompiledMaxwell(call.geom, np, dtype, **call.extra).eager
+    padded = [eager.pad_model(m) for m in models]
+    before = [m.copy() for m in padded]
+    fast = eager._coefficients_numpy(*padded)
+    generic = eager._coefficients(*padded)
+    for f, g in zip(fast, generic, strict=True):
+        assert f.keys() == g.keys() and f
+        for k in g:
+            assert f[k].dtype == g[k].dtype and f[k].tobytes() == g[k].tobytes(), k
+    for m, b in zip(padded, before, strict=True):  # the models are left as they were
+        assert m.tobytes() == b.tobytes()

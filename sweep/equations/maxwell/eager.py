@@ -109,8 +109,17 @@ class EagerMaxwell(EagerStaggered):
         sources' scale ``cb / dV`` by E component (empty unless ``sources``:
         the compiled kernels scale by ``cb``).
         """
-        dt = self.geom.dt
         eps, sig, mu = (self.pad_model(m) for m in (epsilon, sigma, mu))
+        numpy = isinstance(eps, np.ndarray)
+        ca, cb, ch = (self._coefficients_numpy if numpy else self._coefficients)(eps, sig, mu)
+        src = {c: x / self.dv for c, x in cb.items()} if sources else {}
+        return {"ca": ca, "cb": cb, "ch": ch, "src": src}
+
+    def _coefficients(
+        self, eps: Any, sig: Any, mu: Any
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """:meth:`coefficients`' ``ca``, ``cb``, ``ch`` from padded models (any array library)."""
+        dt = self.geom.dt
         ca, cb, ch = {}, {}, {}
         for name, stag in self.stag.items():
             if name[0] == "e":
@@ -121,8 +130,42 @@ class EagerMaxwell(EagerStaggered):
                 cb[name] = dt / (e * s1)
             else:
                 ch[name] = dt / (MU0 * self._mean(mu, stag))
-        src = {c: x / self.dv for c, x in cb.items()} if sources else {}
-        return {"ca": ca, "cb": cb, "ch": ch, "src": src}
+        return ca, cb, ch
+
+    def _coefficients_numpy(
+        self, eps: np.ndarray, sig: np.ndarray, mu: np.ndarray
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        """:meth:`_coefficients` for padded NumPy models, bit for bit.
+
+        The same operations in the same order, in place on arrays made here:
+        each fresh full-size temporary costs its page faults (a compiled
+        call's set-up; benchmarks/README.md).
+        """
+        dt = self.geom.dt
+
+        def mean(m: np.ndarray, stag: frozenset[int]) -> np.ndarray:  # a new array
+            out = self._mean(m, stag)
+            return out.copy() if out is m else out
+
+        ca, cb, ch = {}, {}, {}
+        for name, stag in self.stag.items():
+            if name[0] != "e":
+                m = mean(mu, stag)
+                m *= MU0
+                ch[name] = np.divide(dt, m, out=m)  # dt / (MU0 mu)
+                continue
+            e = mean(eps, stag)
+            e *= EPS0
+            s = mean(sig, stag)
+            s *= dt
+            s /= e * 2  # mean(sig) dt / (2 e)
+            s1 = s + 1
+            np.subtract(1, s, out=s)
+            s /= s1
+            ca[name] = s  # (1 - s) / (1 + s)
+            e *= s1
+            cb[name] = np.divide(dt, e, out=e)  # dt / (e (1 + s))
+        return ca, cb, ch
 
     # -- the step ---------------------------------------------------------------------
     def _curl(self, state: dict[str, Any], new: dict[str, Any], name: str) -> Any:
