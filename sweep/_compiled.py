@@ -41,6 +41,12 @@ from ._xp import kernel_array
 _FORMATS = {np.dtype(np.float32): "f", np.dtype(np.float64): "d", np.dtype(np.int64): "lq"}
 
 
+# planewise_fields: a slab's temporaries about this large, and at least this many
+# planes (each slab computes one plane more than it keeps).
+_SLAB_BYTES = 256 << 10
+_SLAB_PLANES = 8
+
+
 class _BoundaryLayouts(dict):
     """Buffer layouts whose boundary-saving entries are computed on the first lookup of one."""
 
@@ -513,6 +519,56 @@ class CompiledStepper:
         if dead.size:
             out[dead] *= 0
         return out
+
+    def planewise_fields(
+        self,
+        compute: Callable[[list[np.ndarray], slice], dict[int, tuple[np.ndarray, tuple]]],
+        models: list[np.ndarray],
+        slot0: int,
+    ) -> dict[int, np.ndarray]:
+        """Return host fields of coefficients times their live masks, computed a slab at a time.
+
+        ``models``: padded NumPy models.  ``compute(slabs, planes)`` maps the
+        models' ``planes`` (a slice of the first axis) to ``{k: (coefficient,
+        mask)}`` (field slot ``slot0 + k``; the mask as in
+        :meth:`masked_field`; one pair object under two keys is one field)
+        with elementwise arithmetic and the next node along an axis only.
+        Each slab comes with the next plane too (whose own values are
+        dropped), so the values are the whole grid's bit for bit, and the
+        temporaries stay in the caches: each whole-grid temporary costs a
+        pass through memory and its fresh pages' faults (3D Maxwell and
+        elastic set-up, benchmarks/README.md).
+        """
+        n0 = models[0].shape[0]
+        step = max(_SLAB_PLANES, _SLAB_BYTES // max(models[0][0].nbytes, 1))
+        fields: dict[int, np.ndarray] = {}
+        alias: dict[int, int] = {}
+        inner: dict[int, Any] = {}
+        dead: dict[int, np.ndarray] = {}
+        for k0 in range(0, n0, step):
+            k1 = min(k0 + step, n0)
+            planes = slice(k0, min(k1 + 1, n0))
+            part = compute([m[planes] for m in models], planes)
+            if not fields:
+                first: dict[int, int] = {}
+                for k, pair in part.items():
+                    alias[k] = first.setdefault(id(pair), k)
+                for k, (_, mask) in part.items():
+                    if alias[k] == k:
+                        head, *rest = mask
+                        inner[k] = functools.reduce(np.multiply, rest) if rest else None
+                        dead[k] = np.flatnonzero(np.asarray(head).reshape(-1) == 0)
+                        fields[k] = self._pitched(models[0].shape, slot0 + k, fill=False)
+            for k, out in fields.items():
+                src, dst = part[k][0][: k1 - k0], out[k0:k1]
+                if inner[k] is None:
+                    dst[...] = src
+                else:
+                    np.multiply(src, inner[k], out=dst)
+                cut = dead[k][(dead[k] >= k0) & (dead[k] < k1)] - k0
+                if cut.size:
+                    dst[cut] *= 0
+        return {k: fields[alias[k]] for k in alias}
 
     @functools.cached_property
     def buffer_layouts(self) -> dict[Any, tuple[tuple[int, ...], int]]:

@@ -369,3 +369,27 @@ def test_staggered_shift_and_mean_on_numpy_are_take_bitwise():
                     got = engine._shift(x, d)
                     assert got.tobytes() == want.tobytes()
                     assert engine._mean_next(x, d).tobytes() == (0.5 * (x + want)).tobytes()
+
+
+@pytest.mark.parametrize(("ndim", "free"), [(2, (0, 1)), (3, (0, 1, 4)), (3, ())])
+@pytest.mark.parametrize("planes", [1, 2, 3, 1000])
+def test_kernel_coefficients_on_slabs_of_planes_are_the_whole_grid_bitwise(
+    ndim, free, planes, monkeypatch
+):
+    """Coefficients a slab of planes at a time (free faces, water) equal the whole grid's.
+
+    The kernels' fields against :func:`coefficient_arrays` (the whole grid,
+    then the live masks): bit for bit, and a pair of equal moduli is one field.
+    """
+    import sweep._compiled as compiled_core
+    from sweep.equations.elastic.compiled import coefficient_arrays
+
+    monkeypatch.setattr(compiled_core, "_SLAB_BYTES", 0)
+    monkeypatch.setattr(compiled_core, "_SLAB_PLANES", planes)
+    engine, _, models = _chain_problem(ndim, free, water=True)
+    got = engine.kernel_coefficients(*models)
+    want = coefficient_arrays(engine.eager, np, *models)
+    assert len(got) == len(want) == engine.n_coefficients
+    for x, w in zip(got, want, strict=True):
+        assert x.dtype == w.dtype and x.tobytes() == w.tobytes()
+    assert len({id(x) for x in got}) == len({id(w) for w in want})

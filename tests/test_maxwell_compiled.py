@@ -288,3 +288,30 @@ def test_numpy_coefficients_are_the_generic_expressions_bitwise(ndim, dtype):
             assert f[k].dtype == g[k].dtype and f[k].tobytes() == g[k].tobytes(), k
     for m, b in zip(padded, before, strict=True):  # the models are left as they were
         assert m.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("planes", [1, 2, 3, 1000])
+def test_kernel_coefficients_on_slabs_of_planes_are_the_whole_grid_bitwise(
+    ndim, planes, monkeypatch
+):
+    """Coefficients computed a slab of planes at a time equal the whole grid's products."""
+    import sweep._compiled as compiled_core
+    from sweep.equations.maxwell import compiled
+    from sweep.equations.maxwell.propagator import _prepare
+
+    monkeypatch.setattr(compiled_core, "_SLAB_BYTES", 0)
+    monkeypatch.setattr(compiled_core, "_SLAB_PLANES", planes)
+    models, dx, dt, kw = _problem(ndim, free=(0,), dtype=np.float32)
+    args = inspect.signature(_fn(ndim)).bind(*models, dx, dt, **kw)
+    args.apply_defaults()
+    call = _prepare(**args.arguments, equation=_fn(ndim).__name__)
+    engine = compiled.CompiledMaxwell(call.geom, np, np.float32, **call.extra)
+    got = engine.kernel_coefficients(*models)
+    want = {
+        k: c * math.prod(m)
+        for k, (c, m) in compiled.coefficient_factors(engine.eager, *models).items()
+    }
+    assert got.keys() == want.keys()
+    for k, x in got.items():
+        assert x.dtype == want[k].dtype and x.tobytes() == want[k].tobytes(), k

@@ -465,7 +465,17 @@ class CompiledElastic(CompiledStepper):
 
         The coefficients (:func:`coefficient_factors`) are computed on the host.
         """
-        factors = coefficient_factors(self.eager, vp, vs, rho)
+        eager = self.eager
+        if self.xp is np:  # on slabs of planes, straight into the fields
+
+            def compute(padded: list[np.ndarray], planes: slice) -> dict[int, tuple]:
+                c = eager.coefficients_padded(*padded, planes, sources=False)
+                return dict(enumerate(_pair_factors(eager, c)))
+
+            models = [eager.pad_model(np.asarray(m)) for m in (vp, vs, rho)]
+            fields = self.planewise_fields(compute, models, 40)
+            return [fields[k] for k in range(len(fields))]
+        factors = coefficient_factors(eager, vp, vs, rho)
         copies: dict[int, Any] = {}  # a pair repeated (equal moduli) is written once
         for k, f in enumerate(factors):
             if id(f) not in copies:
@@ -622,9 +632,12 @@ def coefficient_factors(eager: EagerElastic, vp: Any, vs: Any, rho: Any) -> list
     equal live masks are one pair object (the same values): the kernels read
     2 arrays of ``C_ij`` without a free surface, not 9.
     """
-    g = eager.geom
-    nd = g.ndim
-    c = eager.coefficients(vp, vs, rho)
+    return _pair_factors(eager, eager.coefficients(vp, vs, rho))
+
+
+def _pair_factors(eager: EagerElastic, c: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """:func:`coefficient_factors` of the coefficients ``c`` (:meth:`EagerElastic.coefficients`)."""
+    nd = eager.geom.ndim
     names = list(kinds.fields(nd))
     axes = kinds.AXES[nd]
 

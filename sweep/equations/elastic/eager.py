@@ -164,8 +164,21 @@ class EagerElastic(EagerStaggered):
         harmonic-mean ``mu`` of each shear stress; ``"src"``: the force
         sources' scale ``dt b / dV`` by velocity.
         """
+        return self.coefficients_padded(*(self.pad_model(m) for m in (vp, vs, rho)))
+
+    def coefficients_padded(
+        self, vp: Any, vs: Any, rho: Any, planes: slice | None = None, *, sources: bool = True
+    ) -> dict[str, Any]:
+        """:meth:`coefficients` of padded models (``"src"`` only with ``sources``).
+
+        ``planes``: the models are these planes of the first axis only (the
+        values there are the whole grid's, but at the last plane of a slab
+        that is not the grid's last: a mean with the next plane needs it).
+        """
         xp, dt, nd = self.xp, self.geom.dt, self.geom.ndim
-        vp, vs, rho = (self.pad_model(m) for m in (vp, vs, rho))
+        surface = self.surface
+        if planes is not None:
+            surface = [(d, row[planes] if d == 0 else row) for d, row in surface]
         mu = rho * vs * vs
         m2 = rho * vp * vp  # lambda + 2 mu
         lam = m2 - 2 * mu
@@ -173,7 +186,7 @@ class EagerElastic(EagerStaggered):
         for d, a in enumerate(self.axes):
             b[kinds.velocity(a)] = dt / self._mean_next(rho, d)
         # The surface condition s_dd = 0 eliminates d_d v_d: lambda' = lambda - lambda^2 / m2.
-        lam_s = 2 * lam * mu / m2 if self.surface else None
+        lam_s = 2 * lam * mu / m2 if surface else None
         c = {}
         # Moduli no surface row changed are one array each (dt m2, dt lambda): the
         # compiled kernels then read 2 arrays for the 9 (benchmarks/README.md).
@@ -181,7 +194,7 @@ class EagerElastic(EagerStaggered):
         for i in range(nd):
             for j in range(nd):
                 base = m2 if i == j else lam
-                for d, row in self.surface:
+                for d, row in surface:
                     if d == i:
                         continue  # s_dd itself is held at zero on its surface row
                     on = (0 * lam_s if j == d else lam_s + 2 * mu * float(i == j)) * row
@@ -212,7 +225,7 @@ class EagerElastic(EagerStaggered):
                 continue
             inv = sum(t for _, t in corners)
             mus[kinds.stress(a, bb)] = dt * math.prod(p for p, _ in corners) * 4 / inv
-        src = {v: bv / self.dv for v, bv in b.items()}
+        src = {v: bv / self.dv for v, bv in b.items()} if sources else {}
         return {"b": b, "C": c, "mu": mus, "src": src}
 
     def coefficients_transpose(
