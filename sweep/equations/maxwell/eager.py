@@ -112,6 +112,28 @@ class EagerMaxwell(EagerStaggered):
         dt = self.geom.dt
         eps, sig, mu = (self.pad_model(m) for m in (epsilon, sigma, mu))
         ca, cb, ch = {}, {}, {}
+        if all(isinstance(m, np.ndarray) for m in (eps, sig, mu)):
+            # The same operations in the same order, in place: each fresh
+            # full-size temporary costs its page faults (the compiled path).
+            for name, stag in self.stag.items():
+                if name[0] == "e":
+                    # A mean over staggered nodes is a fresh array (_mean_next),
+                    # an unstaggered one the padded model itself.
+                    e = self._mean(eps, stag)
+                    e = np.multiply(EPS0, e, out=e) if stag else EPS0 * e
+                    s = self._mean(sig, stag)
+                    s = np.multiply(s, dt, out=s) if stag else s * dt
+                    t = 2 * e
+                    np.divide(s, t, out=s)
+                    s1 = np.add(1, s, out=t)
+                    ca[name] = np.divide(np.subtract(1, s, out=s), s1, out=s)
+                    cb[name] = np.divide(dt, np.multiply(e, s1, out=e), out=e)
+                else:
+                    m = self._mean(mu, stag)
+                    m = np.multiply(MU0, m, out=m) if stag else MU0 * m
+                    ch[name] = np.divide(dt, m, out=m)
+            src = {c: x / self.dv for c, x in cb.items()} if sources else {}
+            return {"ca": ca, "cb": cb, "ch": ch, "src": src}
         for name, stag in self.stag.items():
             if name[0] == "e":
                 e = EPS0 * self._mean(eps, stag)
