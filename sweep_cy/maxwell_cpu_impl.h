@@ -653,10 +653,16 @@ static sweep_int SWEEP_FN(mx_tb_steps)(const sweep_acoustic_params *p, sweep_int
  * fill images behind perfect conductors (phase H's points, read by phase
  * E's rows): 100^3 + CPML 10, order 4, 2 threads, AMD EPYC, forward 1.02
  * -> 0.82 s (float32), 1.41 -> 1.27 s (float64), gradient 64^3 1.27 ->
- * 1.12 s.  Not in 2D: TM2D 440^2 the same or slower fused (rows, or blocks
- * of 8 rows; order 8 float64 0.081 -> 0.088 s): its arrays stay in the L3
- * cache between the phases, and the fused rows stream twice the arrays. */
+ * 1.12 s.  In 2D only order 4 in float32: with the vector rows (TM2D
+ * 440^2, quiet A/B of two builds) its kernels took 26.6 ms fused against
+ * 28.9-31.7 per phase, but order 8 41.4-41.6 against 40.2 ms, order 4
+ * float64 59.2-59.9 against 53.8-57.5, order 8 float64 76.6 against
+ * 68.1-68.7 (TM2D's arrays stay in the L3 cache between the phases, and
+ * the fused rows stream both phases' arrays at once). */
 #if SWEEP_NDIM == 3
 #define SWEEP_EQ_FUSE(p, f) ((void)(f), !SWEEP_FN(mx_free)(p))
+#else
+#define SWEEP_EQ_FUSE(p, f) \
+  ((void)(f), SWEEP_REAL_BYTES == 4 && (p)->halo == 2 && !SWEEP_FN(mx_free)(p))
 #endif
 #include "cpu_staggered_hooks.h"
