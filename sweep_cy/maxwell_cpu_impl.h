@@ -653,16 +653,23 @@ static sweep_int SWEEP_FN(mx_tb_steps)(const sweep_acoustic_params *p, sweep_int
  * fill images behind perfect conductors (phase H's points, read by phase
  * E's rows): 100^3 + CPML 10, order 4, 2 threads, AMD EPYC, forward 1.02
  * -> 0.82 s (float32), 1.41 -> 1.27 s (float64), gradient 64^3 1.27 ->
- * 1.12 s.  In 2D only order 4 in float32: with the vector rows (TM2D
- * 440^2, quiet A/B of two builds) its kernels took 26.6 ms fused against
- * 28.9-31.7 per phase, but order 8 41.4-41.6 against 40.2 ms, order 4
- * float64 59.2-59.9 against 53.8-57.5, order 8 float64 76.6 against
- * 68.1-68.7 (TM2D's arrays stay in the L3 cache between the phases, and
- * the fused rows stream both phases' arrays at once). */
+ * 1.12 s.  In 2D only order 4 in float32, and a shot's eight arrays
+ * within SWEEP_MX_FUSE_2D_BYTES: with the vector rows (TM2D, quiet A/B of
+ * two builds) 440^2's kernels took 26.6 ms fused against 28.9-31.7 per
+ * phase (0.307-0.326 against 0.370-0.380 ns per cell-step), 300^2 the same,
+ * 700^2 (17.5 MB) 0.347-0.387 against 0.324-0.337; 440^2 order 8 41.4-41.6
+ * against 40.2 ms, order 4 float64 59.2-59.9 against 53.8-57.5, order 8
+ * float64 76.6 against 68.1-68.7 (the fused rows stream both phases'
+ * arrays at once). */
+#ifndef SWEEP_MX_FUSE_2D_BYTES
+#define SWEEP_MX_FUSE_2D_BYTES (12 << 20)
+#endif
 #if SWEEP_NDIM == 3
 #define SWEEP_EQ_FUSE(p, f) ((void)(f), !SWEEP_FN(mx_free)(p))
 #else
-#define SWEEP_EQ_FUSE(p, f) \
-  ((void)(f), SWEEP_REAL_BYTES == 4 && (p)->halo == 2 && !SWEEP_FN(mx_free)(p))
+#define SWEEP_EQ_FUSE(p, f)                                                         \
+  ((void)(f), SWEEP_REAL_BYTES == 4 && (p)->halo == 2 &&                            \
+                  8.0 * SWEEP_REAL_BYTES * (p)->shot_stride <= SWEEP_MX_FUSE_2D_BYTES && \
+                  !SWEEP_FN(mx_free)(p))
 #endif
 #include "cpu_staggered_hooks.h"
