@@ -77,6 +77,15 @@
 #define MX_COORDS sweep_int cz, sweep_int cy, sweep_int cx
 #define MX_C(d) ((d) == 0 ? cz : (d) == 1 ? cy : cx)
 
+/* The updates' arithmetic, type-generic (scalars in the point functions
+ * below, vectors of cells in the CPU's TM2D rows, maxwell_cpu_impl.h): a
+ * curl term's derivative D of sign s added to the curl acc (zero before
+ * the first), phase H's new H from ch and the curl C, phase E's new E from
+ * the old one, ca, cb and C. */
+#define MX_CURL_TERM(acc, s, D) ((s) > 0 ? (acc) + (D) : (acc) - (D))
+#define MX_H_NEW(h, ch, C) ((h) - (ch) * (C))
+#define MX_E_NEW(old, ca, cb, C) ((ca) * (old) + (cb) * (C))
+
 /* Pointers of one call (fields, memory variables and gradients offset to one
  * shot by the caller) and the facts of the grid. */
 typedef struct SWEEP_FN(maxwell_ctx) {
@@ -208,7 +217,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(mx_curl)(const SWEEP_FN(maxwell_ctx) * e, int a, sweep
     if (mask & (1 << b))
       D = SWEEP_FN(stag_stretch)(e->m[F][b] + i, fw ? e->pah[b] : e->pa[b],
                                  fw ? e->pbh[b] : e->pb[b], MX_C(b), D);
-    acc = s > 0 ? acc + D : acc - D;
+    acc = MX_CURL_TERM(acc, s, D);
   }
   return acc;
 }
@@ -220,7 +229,7 @@ SWEEP_HD void SWEEP_FN(mx_fwd_h)(const SWEEP_FN(maxwell_ctx) * e, sweep_int i, M
   for (int a = 0; a < 3; ++a) {
     if (!MX_HAS_H(a)) continue;
     const SWEEP_R C = SWEEP_FN(mx_curl)(e, a, i, cz, cy, cx, mask, nh, 0);
-    e->f[MX_HF(a)][i] -= e->c[MX_CH(a)][i] * C;
+    e->f[MX_HF(a)][i] = MX_H_NEW(e->f[MX_HF(a)][i], e->c[MX_CH(a)][i], C);
     if (W) W[MX_SH(a) * pitch] = C;
   }
 }
@@ -233,7 +242,7 @@ SWEEP_HD void SWEEP_FN(mx_fwd_e)(const SWEEP_FN(maxwell_ctx) * e, sweep_int i, M
     if (!MX_HAS_E(a)) continue;
     const SWEEP_R C = SWEEP_FN(mx_curl)(e, a, i, cz, cy, cx, mask, nh, 1);
     const SWEEP_R old = e->f[MX_EF(a)][i];
-    e->f[MX_EF(a)][i] = e->c[MX_CA(a)][i] * old + e->c[MX_CB(a)][i] * C;
+    e->f[MX_EF(a)][i] = MX_E_NEW(old, e->c[MX_CA(a)][i], e->c[MX_CB(a)][i], C);
     if (W) {
       W[MX_SE(a) * pitch] = old;
       W[(MX_SE(a) + 1) * pitch] = C;

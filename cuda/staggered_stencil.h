@@ -20,15 +20,23 @@
 /* Staggered difference at f (unscaled): forward (nodes to half nodes)
  * sum_k w_k (f[k] - f[1 - k]), backward sum_k w_k (f[k - 1] - f[-k]), s the
  * stride along the axis, w_k = w[(k - 1) ws]; taps of (nh, rnh) as above. */
+/* Its tap sum, type-generic (the scalar here, a vector of cells in the CPU's
+ * TM2D rows, sweep_cy/maxwell_cpu_impl.h): acc (zero on entry) += w_k (F(k
+ * + o) - F(1 - k + o)), o = fw ? 0 : -1, with F(j) the value j cells along
+ * the axis and W(k) the weight w_k. */
+#define STAG_DIFF_SUM(acc, F, W, fw, nh, rnh)                                         \
+  for (int t_ = 1; t_ <= STAG_TAPS(nh, rnh); ++t_) {                                  \
+    const int k_ = STAG_TAP(nh, rnh, t_), o_ = (fw) ? 0 : -1;                         \
+    (acc) = SWEEP_FMA(STAG_TAP_W(nh, rnh, t_, W(k_)), F(k_ + o_) - F(1 - k_ + o_), (acc)); \
+  }
 SWEEP_HD SWEEP_R SWEEP_FN(stag_diff)(const SWEEP_R *f, sweep_int s, int fw, const SWEEP_R *w,
                                    sweep_int ws, int nh, int rnh) {
-  const sweep_int o = fw ? 0 : -1;
   SWEEP_R acc = 0;
-  for (int t = 1; t <= STAG_TAPS(nh, rnh); ++t) {
-    const int k = STAG_TAP(nh, rnh, t);
-    acc = SWEEP_FMA(STAG_TAP_W(nh, rnh, t, w[(k - 1) * ws]), f[(k + o) * s] - f[(1 - k + o) * s],
-                    acc);
-  }
+#define STAG_F_(j) f[(j) * s]
+#define STAG_W_(k) w[((k) - 1) * ws]
+  STAG_DIFF_SUM(acc, STAG_F_, STAG_W_, fw, nh, rnh)
+#undef STAG_F_
+#undef STAG_W_
   return acc;
 }
 

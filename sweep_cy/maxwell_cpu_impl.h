@@ -108,6 +108,11 @@ MX_KIND(2)
 MX_KIND(3)
 #if SWEEP_NDIM == 2
 MX_FN_(0, 0, 1) MX_FN_(0, 0, 3) MX_FN_(1, 0, 1) MX_FN_(1, 0, 3)
+/* The forward's C-PML rows of order 4 (nh 2, the default) with their taps a
+ * literal: of STAG_MAX_H taps (half of them zero-weight) the x-CPML
+ * segments cost ~4x a plain cell (tm2d o4 f32 440^2: 23 % of the samples
+ * for 13 % of the cells). */
+MX_FN_(0, 2, 2) MX_FN_(0, 4, 2) MX_FN_(0, 6, 2) MX_FN_(1, 2, 2) MX_FN_(1, 4, 2) MX_FN_(1, 6, 2)
 #define MX_FWD_LITERAL_(kind, args)          \
   if (e->nh == 1) {                          \
     SWEEP_FN(mx_k##kind##_m0_1) args;        \
@@ -141,11 +146,150 @@ MX_FWD_CPML_(1)
 #undef MX_KIND
 #undef MX_FN_
 
+#if SWEEP_NDIM == 2 && defined(__GNUC__) && !defined(__clang__)
+/* ---- TM2D forward plain rows, explicit vectors ----
+ *
+ * The compiler's vectorisation of mx_fwd_h / mx_fwd_e loads each x tap of
+ * the difference along x as its own unaligned vector (three of the four at
+ * order 4 straddle two cache lines): 12 vector loads per phase H vector and
+ * 11 per phase E one, against acoustic's 7 per step, whose x taps come from
+ * a window of three vectors (cpu_vec.h).  Here the same: the field read
+ * along x (Ey in phase H, Hz in phase E) slides through prev / cur / next,
+ * one new load per vector, and its x taps are shuffles; the z taps and the
+ * updated fields are loads at the cell (aligned where the row is).  The
+ * arithmetic is maxwell_stencil.h's (STAG_DIFF_SUM, MX_CURL_TERM, MX_H_NEW,
+ * MX_E_NEW) in the same order, so every lane rounds as mx_fwd_h / mx_fwd_e
+ * round the cell.  The cells past the last whole vector run the scalar
+ * row functions. */
+#if defined(__AVX512F__)
+#define MX_VB_ 64
+#elif defined(__AVX__)
+#define MX_VB_ 32
+#else
+#define MX_VB_ 16
+#endif
+#define MX_VN (MX_VB_ / SWEEP_REAL_BYTES)
+#if MX_VB_ / SWEEP_REAL_BYTES >= STAG_MAX_H
+#define MX_HAVE_VEC 1
+typedef SWEEP_R SWEEP_FN(mx_vec) __attribute__((vector_size(MX_VB_)));
+typedef SWEEP_R SWEEP_FN(mx_uvec) __attribute__((vector_size(MX_VB_), aligned(SWEEP_REAL_BYTES)));
+#if SWEEP_REAL_BYTES == 4
+typedef int SWEEP_FN(mx_lanes) __attribute__((vector_size(MX_VB_)));
+#else
+typedef long long SWEEP_FN(mx_lanes) __attribute__((vector_size(MX_VB_)));
+#endif
+#if MX_VB_ / SWEEP_REAL_BYTES == 16
+#define MX_IOTA_ {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+#elif MX_VB_ / SWEEP_REAL_BYTES == 8
+#define MX_IOTA_ {0, 1, 2, 3, 4, 5, 6, 7}
+#else
+#define MX_IOTA_ {0, 1, 2, 3}
+#endif
+#define MX_VLD_(ptr) (*(const SWEEP_FN(mx_uvec) *)(ptr))
+#define MX_VST_(ptr, v) (*(SWEEP_FN(mx_uvec) *)(ptr) = (v))
+/* Cells [x + j, x + j + VN) from the window (prev, cur, next) at x; j a
+ * compile-time constant in [-VN, VN]. */
+#define MX_VTAP_(j)                                                                      \
+  ((j) == 0  ? cur                                                                       \
+   : (j) > 0 ? __builtin_shuffle(cur, next, (SWEEP_FN(mx_lanes))MX_IOTA_ + (int)(j))           \
+             : __builtin_shuffle(prev, cur, (SWEEP_FN(mx_lanes))MX_IOTA_ + (int)(MX_VN + (j))))
+
+/* The whole vectors of cells [x0, x1) of kind 0 (phase H) or 1 (phase E)'s
+ * plain row, taps a literal nh; returns the first cell left over. */
+static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_ROW_PARAMS,
+                                                                          const int kind,
+                                                                          const int nh) {
+  typedef SWEEP_FN(mx_vec) V;
+  (void)st;
+  (void)vs;
+  (void)z;
+  (void)y;
+  const sweep_int pitch = e->n[2], sz = e->st[1];
+  /* Memory: the window reads a vector before x0 and past x1 - 1, inside the
+   * rows before and after (every row updated lies inside the halo). */
+  if (x1 - x0 < MX_VN || sz < MX_VN) return x0;
+  SWEEP_R w[STAG_MAX_H];
+  for (int k = 0; k < STAG_MAX_H; ++k) w[k] = k < e->nh ? e->ws[k] : 0;
+  const SWEEP_R rdx[3] = {0, e->rdx[1], e->rdx[2]};
+  SWEEP_R *f[6];
+  const SWEEP_R *c[9];
+  for (int k = 0; k < 6; ++k) f[k] = e->f[k];
+  for (int k = 0; k < 9; ++k) c[k] = e->c[k];
+  /* The one field read along x: Ey in phase H, Hz in phase E. */
+  const SWEEP_R *rx = (kind ? f[MX_HF(1)] : f[MX_EF(0)]) + base;
+  V prev = MX_VLD_(rx + x0 - MX_VN), cur = MX_VLD_(rx + x0), next;
+  sweep_int x = x0;
+#define MX_W_(k) w[(k) - 1]
+  for (; x + MX_VN <= x1; x += MX_VN) {
+    next = MX_VLD_(rx + x + MX_VN);
+    const sweep_int i = base + x;
+    SWEEP_UNROLL
+    for (int a = 0; a < 3; ++a) {
+      if (kind ? !MX_HAS_E(a) : !MX_HAS_H(a)) continue;
+      V C = {0};
+      SWEEP_UNROLL
+      for (int t = 0; t < 2; ++t) {
+        int b, cc;
+        const int s = SWEEP_FN(mx_term)(a, t, &b, &cc);
+        if (!s) continue;
+        V sum = {0};
+        if (b == 2) {
+          STAG_DIFF_SUM(sum, MX_VTAP_, MX_W_, !kind, nh, nh)
+        } else {
+          const SWEEP_R *fp = f[kind ? MX_HF(cc) : MX_EF(cc)] + i;
+#define MX_ZTAP_(j) MX_VLD_(fp + (j) * sz)
+          STAG_DIFF_SUM(sum, MX_ZTAP_, MX_W_, !kind, nh, nh)
+#undef MX_ZTAP_
+        }
+        const V D = sum * rdx[b];
+        C = MX_CURL_TERM(C, s, D);
+      }
+      if (kind == 0) {
+        SWEEP_R *hp = f[MX_HF(a)] + i;
+        MX_VST_(hp, MX_H_NEW(MX_VLD_(hp), MX_VLD_(c[MX_CH(a)] + i), C));
+        if (wrow) MX_VST_(wrow + x + MX_SH(a) * pitch, C);
+      } else {
+        SWEEP_R *ep = f[MX_EF(a)] + i;
+        const V old = MX_VLD_(ep);
+        MX_VST_(ep, MX_E_NEW(old, MX_VLD_(c[MX_CA(a)] + i), MX_VLD_(c[MX_CB(a)] + i), C));
+        if (wrow) {
+          MX_VST_(wrow + x + MX_SE(a) * pitch, old);
+          MX_VST_(wrow + x + (MX_SE(a) + 1) * pitch, C);
+        }
+      }
+    }
+    prev = cur;
+    cur = next;
+  }
+#undef MX_W_
+  return x;
+}
+
+/* The vector rows of kind (0, 1) and literal nh, then the cells left over
+ * by the scalar row function of nh (fn). */
+#define MX_VFN_(kind, nh, fn)                                                                \
+  static __attribute__((noinline)) void SWEEP_FN(mx_v##kind##_##nh)(MX_ROW_PARAMS) {           \
+    const sweep_int xv = SWEEP_FN(mx_vcells)(MX_ROW_ARGS, kind, nh);                          \
+    if (xv < x1) SWEEP_FN(fn)(e, wrow, st, vs, base, z, y, xv, x1);                           \
+  }
+MX_VFN_(0, 1, mx_k0_m0_1)
+MX_VFN_(0, 2, mx_k0_m0_2)
+MX_VFN_(0, 3, mx_k0_m0_3)
+MX_VFN_(0, 4, mx_k0_m0_0)
+MX_VFN_(1, 1, mx_k1_m0_1)
+MX_VFN_(1, 2, mx_k1_m0_2)
+MX_VFN_(1, 3, mx_k1_m0_3)
+MX_VFN_(1, 4, mx_k1_m0_0)
+#undef MX_VFN_
+#endif
+#endif
+
 /* Cells [x0, x1) of kind's row with mask m (a literal: the switch folds). */
 #define MX_CALL_(kind, m, args)                                \
   do {                                                         \
     switch (MX_FN_MASK_(m)) {                                  \
       case 0:                                                  \
+        MX_VEC_##kind(args)                                    \
         if (e->nh == 2) {                                      \
           SWEEP_FN(mx_k##kind##_m0_2) args;                    \
         } else MX_LITERAL_##kind(args) {                       \
@@ -155,11 +299,47 @@ MX_FWD_CPML_(1)
       MX_CASES_(kind, args)                                    \
     }                                                          \
   } while (0)
+/* TM2D's forward plain rows: the vector rows of their order (every order). */
+#if defined(MX_HAVE_VEC)
+#define MX_VEC_FWD_(kind, args)          \
+  if (e->nh == 2) {                      \
+    SWEEP_FN(mx_v##kind##_2) args;       \
+    break;                               \
+  } else if (e->nh == 4) {               \
+    SWEEP_FN(mx_v##kind##_4) args;       \
+    break;                               \
+  } else if (e->nh == 1) {               \
+    SWEEP_FN(mx_v##kind##_1) args;       \
+    break;                               \
+  } else if (e->nh == 3) {               \
+    SWEEP_FN(mx_v##kind##_3) args;       \
+    break;                               \
+  }
+#define MX_VEC_0(args) MX_VEC_FWD_(0, args)
+#define MX_VEC_1(args) MX_VEC_FWD_(1, args)
+#else
+#define MX_VEC_0(args)
+#define MX_VEC_1(args)
+#endif
+#define MX_VEC_2(args)
+#define MX_VEC_3(args)
 #if SWEEP_NDIM == 2
 #define MX_CASES_(kind, args)                                             \
-  case 2: SWEEP_FN(mx_k##kind##_m2_0) args; break;                        \
-  case 4: SWEEP_FN(mx_k##kind##_m4_0) args; break;                        \
-  default: SWEEP_FN(mx_k##kind##_m6_0) args; break;
+  case 2: MX_CPML_##kind(2, args); break;                                 \
+  case 4: MX_CPML_##kind(4, args); break;                                 \
+  default: MX_CPML_##kind(6, args); break;
+/* The C-PML function of mask m: the forward's of a literal order 4. */
+#define MX_CPML_FWD_(kind, m, args)         \
+  do {                                      \
+    if (e->nh == 2)                         \
+      SWEEP_FN(mx_k##kind##_m##m##_2) args; \
+    else                                    \
+      SWEEP_FN(mx_k##kind##_m##m##_0) args; \
+  } while (0)
+#define MX_CPML_0(m, args) MX_CPML_FWD_(0, m, args)
+#define MX_CPML_1(m, args) MX_CPML_FWD_(1, m, args)
+#define MX_CPML_2(m, args) SWEEP_FN(mx_k2_m##m##_0) args
+#define MX_CPML_3(m, args) SWEEP_FN(mx_k3_m##m##_0) args
 #else
 #define MX_CASES_(kind, args)                                             \
   case 1: MX_CPML_##kind(1, args); break;                                 \
@@ -473,10 +653,23 @@ static sweep_int SWEEP_FN(mx_tb_steps)(const sweep_acoustic_params *p, sweep_int
  * fill images behind perfect conductors (phase H's points, read by phase
  * E's rows): 100^3 + CPML 10, order 4, 2 threads, AMD EPYC, forward 1.02
  * -> 0.82 s (float32), 1.41 -> 1.27 s (float64), gradient 64^3 1.27 ->
- * 1.12 s.  Not in 2D: TM2D 440^2 the same or slower fused (rows, or blocks
- * of 8 rows; order 8 float64 0.081 -> 0.088 s): its arrays stay in the L3
- * cache between the phases, and the fused rows stream twice the arrays. */
+ * 1.12 s.  In 2D only order 4 in float32, and a shot's eight arrays
+ * within SWEEP_MX_FUSE_2D_BYTES: with the vector rows (TM2D, quiet A/B of
+ * two builds) 440^2's kernels took 26.6 ms fused against 28.9-31.7 per
+ * phase (0.307-0.326 against 0.370-0.380 ns per cell-step), 300^2 the same,
+ * 700^2 (17.5 MB) 0.347-0.387 against 0.324-0.337; 440^2 order 8 41.4-41.6
+ * against 40.2 ms, order 4 float64 59.2-59.9 against 53.8-57.5, order 8
+ * float64 76.6 against 68.1-68.7 (the fused rows stream both phases'
+ * arrays at once). */
+#ifndef SWEEP_MX_FUSE_2D_BYTES
+#define SWEEP_MX_FUSE_2D_BYTES (12 << 20)
+#endif
 #if SWEEP_NDIM == 3
 #define SWEEP_EQ_FUSE(p, f) ((void)(f), !SWEEP_FN(mx_free)(p))
+#else
+#define SWEEP_EQ_FUSE(p, f)                                                         \
+  ((void)(f), SWEEP_REAL_BYTES == 4 && (p)->halo == 2 &&                            \
+                  8.0 * SWEEP_REAL_BYTES * (p)->shot_stride <= SWEEP_MX_FUSE_2D_BYTES && \
+                  !SWEEP_FN(mx_free)(p))
 #endif
 #include "cpu_staggered_hooks.h"
