@@ -302,3 +302,22 @@ def test_bf16_gradient_of_high_x_cpml_cells_reads_their_own_psi():
         assert np.abs(want).max() > 0.1 * np.abs(ref[key]).max(), key  # the strip matters
         err = np.linalg.norm(edge - want) / np.linalg.norm(want)
         assert err < tol, (key, err)
+
+
+def test_window_max_is_the_sliding_window_max():
+    """The CFL speed's neighbourhood max (windows of doubling width) equals the plain one."""
+    from sweep.equations.vrz.propagator import window_max
+
+    def plain(x, reach):
+        for d in range(x.ndim):
+            pad = [(0, 0)] * x.ndim
+            pad[d] = (reach, reach)
+            padded = np.pad(x, pad, mode="edge")
+            x = np.lib.stride_tricks.sliding_window_view(padded, 2 * reach + 1, axis=d).max(-1)
+        return x
+
+    rng = np.random.default_rng(3)
+    for shape in [(7,), (5, 9), (13, 4, 6), (1, 3, 2), (2, 1, 17)]:
+        for reach in (0, 1, 2, 3, 4, 5, 7):
+            x = rng.random(shape)
+            np.testing.assert_array_equal(window_max(x, reach), plain(x, reach))
