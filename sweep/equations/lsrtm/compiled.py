@@ -17,7 +17,7 @@ band save holds ``u0``, ``u1`` (state) and ``W0``, ``W1`` (snapshot).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from ..._compiled import AdjState, CompiledStepper, FwdState, _Fields
 from ..._stepper import ReversibleState
@@ -107,6 +107,11 @@ class CompiledLSRTM(CompiledStepper):
     waves = 2  # u0 and u1 (state_bytes, live_state_bytes: CompiledStepper's)
     time_blocking = True  # both fields leapfrog in one stage (cpu_blocking.h)
     blocking_cell_bytes = 24  # u0, u0_prev, u1, u1_prev, K and dK at float32
+    # The 2D adjoint blocked 8 steps deep in groups of 4 rows, though the
+    # forward's default is unblocked: the 2D benchmark's gradient (300 x 1000,
+    # 4 shots, order 8, 2 threads) spent 0.69-0.76 s in the adjoint unblocked,
+    # 0.57-0.61 s blocked 8 or 16 deep (benchmarks/README.md, branch lsg2d).
+    adjoint_blocking: ClassVar[dict[int, tuple[int, int, int]]] = {2: (8, 4, 1)}
 
     # -- facts the memory strategies use --------------------------------------
     @property
