@@ -107,11 +107,12 @@ class CompiledLSRTM(CompiledStepper):
     waves = 2  # u0 and u1 (state_bytes, live_state_bytes: CompiledStepper's)
     time_blocking = True  # both fields leapfrog in one stage (cpu_blocking.h)
     blocking_cell_bytes = 24  # u0, u0_prev, u1, u1_prev, K and dK at float32
-    # The 2D adjoint blocked 8 steps deep in groups of 4 rows, though the
+    # The 2D adjoint blocked 16 steps deep in groups of 4 rows, though the
     # forward's default is unblocked: the 2D benchmark's gradient (300 x 1000,
-    # 4 shots, order 8, 2 threads) spent 0.69-0.76 s in the adjoint unblocked,
-    # 0.57-0.61 s blocked 8 or 16 deep (benchmarks/README.md, branch lsg2d).
-    adjoint_blocking: ClassVar[dict[int, tuple[int, int, int]]] = {2: (8, 4, 1)}
+    # 4 shots, order 8, 2 threads) spent 0.68-0.72 s in the adjoint unblocked,
+    # 0.55-0.56 s at 16 steps (8: 0.58-0.63, 4: 0.73-0.77; benchmarks/README.md,
+    # branch lsg2d).  The storing forward measured no difference blocked.
+    adjoint_blocking: ClassVar[dict[int, tuple[int, int, int]]] = {2: (16, 4, 1)}
 
     # -- facts the memory strategies use --------------------------------------
     @property
