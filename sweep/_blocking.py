@@ -81,6 +81,23 @@ def worth_blocking(geom: Geometry, *, cell_bytes: int) -> bool:
     return step_bytes >= _BLOCKING_MIN_BYTES
 
 
+def adjoint_blocking(
+    geom: Geometry, n_threads: int, *, cell_bytes: int, defaults: dict[int, Blocking]
+) -> Blocking:
+    """Return the blocking of the CPU adjoint (and storing forward's) calls of a gradient.
+
+    ``defaults`` (the stepper's ``adjoint_blocking``) replaces :data:`DEFAULTS`
+    for the dimensions it names; ``SWEEP_TIME_BLOCKING`` still fixes the choice.
+    The kernels run a storing forward under it only where the equation sets
+    ``SWEEP_EQ_BLOCK_STORE``, and the adjoint only with ``SWEEP_EQ_BLOCK_ADJOINT``
+    (``cpu_blocking.h``); only the adjoint takes it here.
+    """
+    chosen = fixed()
+    if chosen is not None or geom.ndim not in defaults:
+        return time_blocking(geom, n_threads, cell_bytes=cell_bytes)
+    return defaults[geom.ndim] if worth_blocking(geom, cell_bytes=cell_bytes) else UNBLOCKED
+
+
 def time_blocking(geom: Geometry, n_threads: int, *, cell_bytes: int) -> Blocking:
     """Return the untuned blocking of the CPU forward: (steps, plane group, y tile).
 

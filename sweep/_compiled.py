@@ -26,7 +26,7 @@ import functools
 import itertools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -291,6 +291,9 @@ class CompiledStepper:
     # Temporal blocking's facts (sweep._blocking), where it applies.
     blocking_cell_bytes = 12
     stages = 1
+    # Adjoint calls' blocking where it differs from the forward's untuned one,
+    # per dimension (sweep._blocking.adjoint_blocking; SWEEP_EQ_BLOCK_ADJOINT).
+    adjoint_blocking: ClassVar[dict[int, tuple[int, int, int]]] = {}
 
     def __init__(self, geom: Geometry, xp: Any, dtype: Any, n_threads: int = 0) -> None:
         self.geom = geom
@@ -676,6 +679,12 @@ class CompiledStepper:
             out["params"]["block_steps"] = steps
             out["params"]["block_group"] = group
             out["params"]["block_tile"] = tile
+            out["adjoint_blocking"] = _blocking.adjoint_blocking(
+                g,
+                self.n_threads or _max_threads(),
+                cell_bytes=self.blocking_cell_bytes,
+                defaults=self.adjoint_blocking,
+            )
         if xp is np:
             out["params"]["simd_rows"] = simd_rows()
         if _debug.enabled():  # host side of the CUDA kernels' SWEEP_DEBUG index checks
@@ -877,6 +886,9 @@ class CompiledStepper:
         recon = self._reconstruction(f, adj, band_u_offset, replay_w, replay_u)
         params = self._params(store_every, recon)
         params["store_layout"] = self._store_layout(f)
+        blocking = self._constants.get("adjoint_blocking")
+        if blocking is not None:
+            params["block_steps"], params["block_group"], params["block_tile"] = blocking
         self._run(g.ndim, g.order, self.dtype == np.float64, True, params, f, t_end, n,
                   self.n_threads)  # fmt: skip
         if n % 2:

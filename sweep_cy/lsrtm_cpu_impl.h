@@ -256,18 +256,32 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_correlate)(
     const SWEEP_R *SWEEP_RESTRICT m1, const SWEEP_R *SWEEP_RESTRICT st,
     const SWEEP_R *SWEEP_RESTRICT lo0, const SWEEP_R *SWEEP_RESTRICT lo1,
     const SWEEP_R *SWEEP_RESTRICT held, sweep_int vs, int skip, sweep_int n) {
+  /* The snapshot rows come from memory: a line at a time, the same line of
+   * the next row (the record's rows follow each other, n cells apart) is
+   * prefetched, which the next row's correlation reads. */
+  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
   if (held) {
+    for (sweep_int xa = 0; xa < n; xa += line) {
+      const sweep_int xb = xa + line < n ? xa + line : n;
+      __builtin_prefetch(held + n + xa, 0, 3);
+      __builtin_prefetch(held + vs + n + xa, 0, 3);
 #pragma omp simd
-    for (sweep_int x = 0; x < n; ++x) {
-      gk[x] = gk[x] + lo0[x] * held[x] + lo1[x] * held[x + vs];
-      gd[x] += lo1[x] * held[x];
+      for (sweep_int x = xa; x < xb; ++x) {
+        gk[x] = gk[x] + lo0[x] * held[x] + lo1[x] * held[x + vs];
+        gd[x] += lo1[x] * held[x];
+      }
     }
   }
   if (st && !skip) {
+    for (sweep_int xa = 0; xa < n; xa += line) {
+      const sweep_int xb = xa + line < n ? xa + line : n;
+      __builtin_prefetch(st + n + xa, 0, 3);
+      __builtin_prefetch(st + vs + n + xa, 0, 3);
 #pragma omp simd
-    for (sweep_int x = 0; x < n; ++x) {
-      gk[x] = gk[x] + m0[x] * st[x] + m1[x] * st[x + vs];
-      gd[x] += m1[x] * st[x];
+      for (sweep_int x = xa; x < xb; ++x) {
+        gk[x] = gk[x] + m0[x] * st[x] + m1[x] * st[x + vs];
+        gd[x] += m1[x] * st[x];
+      }
     }
   }
 }

@@ -242,6 +242,25 @@ def test_blocking_choice(monkeypatch):
         choice((40, 40, 40))
 
 
+def test_adjoint_blocking_choice(monkeypatch):
+    """LSRTM's 2D adjoint is blocked where the forward's default is not; 3D and
+    small grids keep the forward's choice, SWEEP_TIME_BLOCKING fixes both."""
+    from sweep.equations.lsrtm.compiled import CompiledLSRTM
+
+    def choice(shape, n_shots=1):
+        return _blocking.adjoint_blocking(
+            _geometry(shape, n_shots), 2, cell_bytes=CompiledLSRTM.blocking_cell_bytes,
+            defaults=CompiledLSRTM.adjoint_blocking,
+        )  # fmt: skip
+
+    monkeypatch.delenv("SWEEP_TIME_BLOCKING", raising=False)
+    assert choice((300, 1000), n_shots=4) == CompiledLSRTM.adjoint_blocking[2] != (1, 1, 1)
+    assert choice((40, 40)) == (1, 1, 1)
+    assert choice((160, 160, 160)) == _blocking.DEFAULTS[3]
+    monkeypatch.setenv("SWEEP_TIME_BLOCKING", "1,1,1")
+    assert choice((300, 1000), n_shots=4) == (1, 1, 1)
+
+
 def test_tuner_schedule_and_choice():
     """Warm-up untimed, candidates in order then reversed, pieces split across calls."""
     cands = [(8, 1, 48), (4, 1, 24), (1, 1, 1)]

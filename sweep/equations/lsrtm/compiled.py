@@ -17,7 +17,7 @@ band save holds ``u0``, ``u1`` (state) and ``W0``, ``W1`` (snapshot).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from ..._compiled import AdjState, CompiledStepper, FwdState, _Fields
 from ..._stepper import ReversibleState
@@ -107,6 +107,12 @@ class CompiledLSRTM(CompiledStepper):
     waves = 2  # u0 and u1 (state_bytes, live_state_bytes: CompiledStepper's)
     time_blocking = True  # both fields leapfrog in one stage (cpu_blocking.h)
     blocking_cell_bytes = 24  # u0, u0_prev, u1, u1_prev, K and dK at float32
+    # The 2D adjoint blocked 16 steps deep in groups of 4 rows, though the
+    # forward's default is unblocked: the 2D benchmark's gradient (300 x 1000,
+    # 4 shots, order 8, 2 threads) spent 0.68-0.72 s in the adjoint unblocked,
+    # 0.55-0.56 s at 16 steps (8: 0.58-0.63, 4: 0.73-0.77; benchmarks/README.md,
+    # branch lsg2d).  The storing forward measured no difference blocked.
+    adjoint_blocking: ClassVar[dict[int, tuple[int, int, int]]] = {2: (16, 4, 1)}
 
     # -- facts the memory strategies use --------------------------------------
     @property

@@ -25,7 +25,7 @@ second difference of it, ``W`` would carry several times the rounding error.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from ..._compiled import _ADJ_SLOT, _RECON_SLOT, AdjState, CompiledStepper, FwdState, _Fields
 from ..._grid import Geometry
@@ -69,6 +69,11 @@ class CompiledVRZ(CompiledStepper):
     # bytes, as CompiledAcoustic counts them).
     time_blocking = True
     blocking_cell_bytes = 16
+    # The 2D adjoint blocked as LSRTM's (sweep/equations/lsrtm/compiled.py): the
+    # 2D benchmark's gradient (300 x 1000, 4 shots, order 8, 2 threads) spent
+    # 1.31-1.35 s in the adjoint unblocked, 1.16-1.20 s at 16 steps in groups of
+    # 4 rows (benchmarks/README.md, branch lsg2d).
+    adjoint_blocking: ClassVar[dict[int, tuple[int, int, int]]] = {2: (16, 4, 1)}
 
     @property
     def snapshot_values(self) -> int:
