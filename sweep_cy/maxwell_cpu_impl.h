@@ -300,8 +300,8 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
     if (xv < x1) SWEEP_FN(fn)(e, wrow, st, vs, base, z, y, xv, x1);                           \
   }
 #define MX_VFNM_ORDERS_(kind, m)                                                        \
-  MX_VFNM_(kind, m, 1, mx_k##kind##_m##m##_0) MX_VFNM_(kind, m, 2, mx_k##kind##_m##m##_2) \
-  MX_VFNM_(kind, m, 3, mx_k##kind##_m##m##_0) MX_VFNM_(kind, m, 4, mx_k##kind##_m##m##_0)
+  MX_VFNM_(kind, m, 1, mx_k##kind##_m##m##_0) MX_VFNM_(kind, m, 3, mx_k##kind##_m##m##_0) \
+  MX_VFNM_(kind, m, 4, mx_k##kind##_m##m##_0)
 MX_VFNM_ORDERS_(0, 2)
 MX_VFNM_ORDERS_(0, 4)
 MX_VFNM_ORDERS_(0, 6)
@@ -372,7 +372,7 @@ MX_VFN_(1, 4, mx_k1_m0_0)
 #define MX_CPML_FWD_(kind, m, args)         \
   do {                                      \
     if (e->nh == 2)                         \
-      SWEEP_FN(mx_v##kind##_m##m##_2) args; \
+      SWEEP_FN(mx_k##kind##_m##m##_2) args; \
     else if (e->nh == 4)                    \
       SWEEP_FN(mx_v##kind##_m##m##_4) args; \
     else if (e->nh == 1)                    \
