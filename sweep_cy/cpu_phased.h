@@ -50,6 +50,10 @@
  *   SWEEP_EQ_FWD_POINTS(p, f, k, shot, off, t)  after phase k's rows, per
  *       shot: its sources and receivers of step t.
  *   SWEEP_EQ_FWD_GHOSTS(p, k)  after phase k's points (its own omp for).
+ *   SWEEP_EQ_FWD_POINTS0_EARLY(p, f)  (optional) true where forward phase
+ *       0's points commute with phase 0's rows and phase 0 has no ghost
+ *       rows: phase 0's points of step t + 1 then run right after phase
+ *       1's of step t, in the same omp for (one barrier a step fewer).
  *   SWEEP_EQ_ADJ_ROW(p, pa, pb, off, z, y, k, st)  the adjoint of phase k of
  *       row (z, y); st: the row's snapshot of step t (value v at
  *       st + v * SWEEP_SNAP_STRIDE(p)) or NULL (no gradient this step).
@@ -288,6 +292,14 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
     }
   }
 #endif
+  /* Phase 0's points of step t + 1 right after phase 1's of step t, in
+   * their omp for (one barrier a step fewer), where the plug-in says they
+   * commute with phase 0's rows and no ghost rows come between. */
+#ifdef SWEEP_EQ_FWD_POINTS0_EARLY
+  const int early = SWEEP_EQ_FWD_POINTS0_EARLY(p, f);
+#else
+  const int early = 0;
+#endif
   const sweep_int n_strips = n_threads, n_strip_items = p->n_shots * n_strips;
   (void)n_strip_items;
 #pragma omp parallel num_threads(n_threads)
@@ -309,13 +321,17 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
         for (sweep_int shot = 0; shot < p->n_shots; ++shot)
           SWEEP_EQ_FUSE_AFTER(p, f, shot, shot * ss, t);
 #else
+        if (!early || t == t0) {
 #pragma omp for schedule(static)
-        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
-          SWEEP_EQ_FWD_POINTS(p, f, 0, shot, shot * ss, t);
+          for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+            SWEEP_EQ_FWD_POINTS(p, f, 0, shot, shot * ss, t);
+        }
         SWEEP_FUSE_SWEEP_(SWEEP_EQ_FWD_SHOT, SWEEP_PH_FWD_ROW_, 0, 1, SWEEP_FUSE_NO_POINTS_)
 #pragma omp for schedule(static)
-        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
+        for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
           SWEEP_EQ_FWD_POINTS(p, f, 1, shot, shot * ss, t);
+          if (early && t + 1 < t0 + n_steps) SWEEP_EQ_FWD_POINTS(p, f, 0, shot, shot * ss, t + 1);
+        }
 #endif
       }
 #endif
@@ -329,9 +345,14 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
           for (sweep_int z = SWEEP_Z_BEGIN; z < SWEEP_Z_END(p); ++z)
             for (sweep_int y = y0; y < y1; ++y) SWEEP_PH_FWD_ROW_(z, y, k);
         }
+        if (k || !early || t == t0) {
 #pragma omp for schedule(static)
-        for (sweep_int shot = 0; shot < p->n_shots; ++shot)
-          SWEEP_EQ_FWD_POINTS(p, f, k, shot, shot * ss, t);
+          for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
+            SWEEP_EQ_FWD_POINTS(p, f, k, shot, shot * ss, t);
+            if (k == SWEEP_EQ_PHASES - 1 && early && t + 1 < t0 + n_steps)
+              SWEEP_EQ_FWD_POINTS(p, f, 0, shot, shot * ss, t + 1);
+          }
+        }
         SWEEP_EQ_FWD_GHOSTS(p, k);
       }
 #ifdef SWEEP_EQ_BS_FIELDS

@@ -195,15 +195,17 @@ typedef long long SWEEP_FN(mx_lanes) __attribute__((vector_size(MX_VB_)));
              : __builtin_shuffle(prev, cur, (SWEEP_FN(mx_lanes))MX_IOTA_ + (int)(MX_VN + (j))))
 
 /* The whole vectors of cells [x0, x1) of kind 0 (phase H) or 1 (phase E)'s
- * plain row, taps a literal nh; returns the first cell left over. */
+ * row of mask m (0: plain; 2, 4, 6: the C-PML stretch along y, x, both, as
+ * mx_curl's stag_stretch), taps a literal nh; returns the first cell left
+ * over. */
 static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_ROW_PARAMS,
                                                                           const int kind,
-                                                                          const int nh) {
+                                                                          const int nh,
+                                                                          const int mask) {
   typedef SWEEP_FN(mx_vec) V;
   (void)st;
   (void)vs;
   (void)z;
-  (void)y;
   const sweep_int pitch = e->n[2], sz = e->st[1];
   /* Memory: the window reads a vector before x0 and past x1 - 1, inside the
    * rows before and after (every row updated lies inside the halo). */
@@ -215,6 +217,16 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
   const SWEEP_R *c[9];
   for (int k = 0; k < 6; ++k) f[k] = e->f[k];
   for (int k = 0; k < 9; ++k) c[k] = e->c[k];
+  /* The C-PML profiles (phase H's derivatives forward: the half nodes'):
+   * along y one value for the row, along x one per cell. */
+  const SWEEP_R *pxa = (mask & 4) ? (kind ? e->pa[2] : e->pah[2]) : NULL;
+  const SWEEP_R *pxb = (mask & 4) ? (kind ? e->pb[2] : e->pbh[2]) : NULL;
+  const SWEEP_R pya = (mask & 2) ? (kind ? e->pa[1] : e->pah[1])[y] : 0;
+  const SWEEP_R pyb = (mask & 2) ? (kind ? e->pb[1] : e->pbh[1])[y] : 0;
+  SWEEP_R *mp[6][3] = {{0}};
+  if (mask)
+    for (int k = 0; k < 6; ++k)
+      for (int d = 1; d < 3; ++d) mp[k][d] = e->m[k][d];
   /* The one field read along x: Ey in phase H, Hz in phase E. */
   const SWEEP_R *rx = (kind ? f[MX_HF(1)] : f[MX_EF(0)]) + base;
   V prev = MX_VLD_(rx + x0 - MX_VN), cur = MX_VLD_(rx + x0), next;
@@ -241,7 +253,15 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
           STAG_DIFF_SUM(sum, MX_ZTAP_, MX_W_, !kind, nh, nh)
 #undef MX_ZTAP_
         }
-        const V D = sum * rdx[b];
+        V D = sum * rdx[b];
+        if (mask & (1 << b)) {
+          SWEEP_R *m = mp[kind ? MX_HF(cc) : MX_EF(cc)][b] + i;
+          const V A = b == 2 ? MX_VLD_(pxa + x) : (V){0} + pya;
+          const V B = b == 2 ? MX_VLD_(pxb + x) : (V){0} + pyb;
+          const V psi = SWEEP_FMA(B, MX_VLD_(m), A * D);
+          MX_VST_(m, psi);
+          D = D + psi;
+        }
         C = MX_CURL_TERM(C, s, D);
       }
       if (kind == 0) {
@@ -269,9 +289,27 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
  * by the scalar row function of nh (fn). */
 #define MX_VFN_(kind, nh, fn)                                                                \
   static __attribute__((noinline)) void SWEEP_FN(mx_v##kind##_##nh)(MX_ROW_PARAMS) {           \
-    const sweep_int xv = SWEEP_FN(mx_vcells)(MX_ROW_ARGS, kind, nh);                          \
+    const sweep_int xv = SWEEP_FN(mx_vcells)(MX_ROW_ARGS, kind, nh, 0);                       \
     if (xv < x1) SWEEP_FN(fn)(e, wrow, st, vs, base, z, y, xv, x1);                           \
   }
+/* The C-PML rows of mask m likewise (mx_v<kind>_m<m>_<nh>): the x-CPML
+ * segments (masks 4, 6) and the y-CPML rows' middles (mask 2). */
+#define MX_VFNM_(kind, m, nh, fn)                                                            \
+  static __attribute__((noinline)) void SWEEP_FN(mx_v##kind##_m##m##_##nh)(MX_ROW_PARAMS) {  \
+    const sweep_int xv = SWEEP_FN(mx_vcells)(MX_ROW_ARGS, kind, nh, m);                       \
+    if (xv < x1) SWEEP_FN(fn)(e, wrow, st, vs, base, z, y, xv, x1);                           \
+  }
+#define MX_VFNM_ORDERS_(kind, m)                                                        \
+  MX_VFNM_(kind, m, 1, mx_k##kind##_m##m##_0) MX_VFNM_(kind, m, 3, mx_k##kind##_m##m##_0) \
+  MX_VFNM_(kind, m, 4, mx_k##kind##_m##m##_0)
+MX_VFNM_ORDERS_(0, 2)
+MX_VFNM_ORDERS_(0, 4)
+MX_VFNM_ORDERS_(0, 6)
+MX_VFNM_ORDERS_(1, 2)
+MX_VFNM_ORDERS_(1, 4)
+MX_VFNM_ORDERS_(1, 6)
+#undef MX_VFNM_ORDERS_
+#undef MX_VFNM_
 MX_VFN_(0, 1, mx_k0_m0_1)
 MX_VFN_(0, 2, mx_k0_m0_2)
 MX_VFN_(0, 3, mx_k0_m0_3)
@@ -328,7 +366,23 @@ MX_VFN_(1, 4, mx_k1_m0_0)
   case 2: MX_CPML_##kind(2, args); break;                                 \
   case 4: MX_CPML_##kind(4, args); break;                                 \
   default: MX_CPML_##kind(6, args); break;
-/* The C-PML function of mask m: the forward's of a literal order 4. */
+/* The C-PML function of mask m: the forward's vector rows of its order
+ * (every order), else (no vectors) those of a literal order 4. */
+#if defined(MX_HAVE_VEC)
+#define MX_CPML_FWD_(kind, m, args)         \
+  do {                                      \
+    if (e->nh == 2)                         \
+      SWEEP_FN(mx_k##kind##_m##m##_2) args; \
+    else if (e->nh == 4)                    \
+      SWEEP_FN(mx_v##kind##_m##m##_4) args; \
+    else if (e->nh == 1)                    \
+      SWEEP_FN(mx_v##kind##_m##m##_1) args; \
+    else if (e->nh == 3)                    \
+      SWEEP_FN(mx_v##kind##_m##m##_3) args; \
+    else                                    \
+      SWEEP_FN(mx_k##kind##_m##m##_0) args; \
+  } while (0)
+#else
 #define MX_CPML_FWD_(kind, m, args)         \
   do {                                      \
     if (e->nh == 2)                         \
@@ -336,6 +390,7 @@ MX_VFN_(1, 4, mx_k1_m0_0)
     else                                    \
       SWEEP_FN(mx_k##kind##_m##m##_0) args; \
   } while (0)
+#endif
 #define MX_CPML_0(m, args) MX_CPML_FWD_(0, m, args)
 #define MX_CPML_1(m, args) MX_CPML_FWD_(1, m, args)
 #define MX_CPML_2(m, args) SWEEP_FN(mx_k2_m##m##_0) args
@@ -672,4 +727,8 @@ static sweep_int SWEEP_FN(mx_tb_steps)(const sweep_acoustic_params *p, sweep_int
                   8.0 * SWEEP_REAL_BYTES * (p)->shot_stride <= SWEEP_MX_FUSE_2D_BYTES && \
                   !SWEEP_FN(mx_free)(p))
 #endif
+/* Phase H's points (the receivers; images only with free faces) read E
+ * only: without free faces they run after the previous step's sources, in
+ * their omp for (one barrier a step fewer). */
+#define SWEEP_EQ_FWD_POINTS0_EARLY(p, f) ((void)(f), !SWEEP_FN(mx_free)(p))
 #include "cpu_staggered_hooks.h"
