@@ -391,10 +391,6 @@ MX_VFN_(1, 4, mx_k1_m0_0)
       SWEEP_FN(mx_k##kind##_m##m##_0) args; \
   } while (0)
 #endif
-#define MX_CPML_0(m, args) MX_CPML_FWD_(0, m, args)
-#define MX_CPML_1(m, args) MX_CPML_FWD_(1, m, args)
-#define MX_CPML_2(m, args) SWEEP_FN(mx_k2_m##m##_0) args
-#define MX_CPML_3(m, args) SWEEP_FN(mx_k3_m##m##_0) args
 #else
 #define MX_CASES_(kind, args)                                             \
   case 1: MX_CPML_##kind(1, args); break;                                 \
@@ -412,11 +408,12 @@ MX_VFN_(1, 4, mx_k1_m0_0)
     else                                  \
       SWEEP_FN(mx_k##kind##_m##m##_0) args; \
   } while (0)
+#endif
+/* The forward's kinds (0, 1) per order above; the adjoint's run the run-time order. */
 #define MX_CPML_0(m, args) MX_CPML_FWD_(0, m, args)
 #define MX_CPML_1(m, args) MX_CPML_FWD_(1, m, args)
 #define MX_CPML_2(m, args) SWEEP_FN(mx_k2_m##m##_0) args
 #define MX_CPML_3(m, args) SWEEP_FN(mx_k3_m##m##_0) args
-#endif
 
 /* Row (z, y) of one shot in one row kind (see mx_cells).  Inlined: not
  * inlined, TM2D's forward took 8 % longer (o4 f32, 440^2). */
