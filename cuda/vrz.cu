@@ -219,7 +219,7 @@ extern "C" __global__ void vrz_adjoint(const sweep_acoustic_params p, const swee
   const R *st = (const R *)f.store + slot * SNAP_VALUES * vs + shot * sweep_store_cells(p);
   FN(vrz_gradient_point)(&p, mu, Z, pa, (const R *)f.buoyancy, st + vs, st, st + 2 * vs, vs,
                          (R *)f.grad_kappa_dt2 + off, (R *)f.grad_buoyancy + off, i, m, m, c[0],
-                         c[1], c[2], mask, 1, 0, NULL, NULL);
+                         c[1], c[2], mask, 1, 0);
 }
 
 /* Source terms, reading mu^{t+1}: the amplitude gradient -B mu and the model

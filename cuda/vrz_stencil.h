@@ -214,11 +214,7 @@ SWEEP_HD SWEEP_R SWEEP_FN(vrz_snapshot_u)(const sweep_acoustic_params *p,
  * sw, sp are not read.  Adds the K-part to gk[i] and dL/dB to gb[i] (see the
  * top).  flags: the CPML axes of the cell; edge (a compile-time constant in
  * the CPU rows): 0 where the cell's taps stay within the stored cells
- * (SWEEP_H cells or more from the halo along every axis), 1 anywhere, 2 where
- * only the taps along the row's outer axes (z, y) may leave them and the cell
- * is on no face of the stored cells: those taps are then su[m + to[j]] times
- * ts[j] (j = d (2 SWEEP_H + 1) + k + SWEEP_H; ts 1, -1 for a mirror, 0 for
- * the halo's zero), the row's vrz_snapshot_u as a table (NULL unless edge 2).
+ * (SWEEP_H cells or more from the halo along every axis), 1 anywhere.
  */
 SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
     const sweep_acoustic_params *p, const SWEEP_R *SWEEP_RESTRICT mu, SWEEP_R *const *Z,
@@ -226,8 +222,7 @@ SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
     const SWEEP_R *SWEEP_RESTRICT su, const SWEEP_R *SWEEP_RESTRICT sw,
     const SWEEP_R *SWEEP_RESTRICT sp, sweep_int xs, SWEEP_R *SWEEP_RESTRICT gk,
     SWEEP_R *SWEEP_RESTRICT gb, sweep_int i, sweep_int m, sweep_int k_, sweep_int cz,
-    sweep_int cy, sweep_int cx, const int flags, const int edge, const int recompute,
-    const sweep_int *SWEEP_RESTRICT to, const SWEEP_R *SWEEP_RESTRICT ts) {
+    sweep_int cy, sweep_int cx, const int flags, const int edge, const int recompute) {
   SWEEP_COEFFS;
   const sweep_int c[3] = {cz, cy, cx};
   const sweep_int n2 = p->store_hi[2] - p->store_lo[2];
@@ -239,8 +234,6 @@ SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
   SWEEP_R w = 0, grad = 0;
   (void)bb_;
   (void)b0_;
-  (void)to;
-  (void)ts;
   SWEEP_UNROLL
   for (int d = SWEEP_FIRST_AXIS; d < 3; ++d) {
     const int cpml = flags & (1 << d);
@@ -250,11 +243,8 @@ SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
     (void)a_;
     (void)z_;
 #define SWEEP_VRZ_T_(k) (cpml ? SWEEP_VRZ_TAP_T_(k) : g_[(k) * s_])
-#define SWEEP_VRZ_SNAP_U_(k)                                                              \
-  (edge == 1   ? SWEEP_FN(vrz_snapshot_u)(p, su, m, d, c[d], k, cs[d])                    \
-   : edge == 2 && d < 2 ? ts[d * (2 * SWEEP_H + 1) + (k) + SWEEP_H] *                      \
-                              su[m + to[d * (2 * SWEEP_H + 1) + (k) + SWEEP_H]]            \
-                        : su[m + (k) * cs[d]])
+#define SWEEP_VRZ_SNAP_U_(k) \
+  (edge ? SWEEP_FN(vrz_snapshot_u)(p, su, m, d, c[d], k, cs[d]) : su[m + (k) * cs[d]])
     const SWEEP_R t0 = SWEEP_VRZ_T_(0);
     if (recompute) { /* this axis's L_d u^n rdx2, as vrz_fwd_point's plain axis */
 #define SWEEP_VRZ_FLUX_SU_(k) ((b0_ + SWEEP_LD(bb_ + (k) * s_)) * (SWEEP_VRZ_SNAP_U_(k) - u0))
@@ -270,7 +260,7 @@ SWEEP_HD void SWEEP_FN(vrz_gradient_point)(
                       (SWEEP_VRZ_SNAP_U_(k) - u0) * (t0 - SWEEP_VRZ_T_(k)) +
                           (SWEEP_VRZ_SNAP_U_(-k) - u0) * (t0 - SWEEP_VRZ_T_(-k)),
                       sum);
-    for (int side = 0; edge == 1 && side < 2; ++side) {
+    for (int side = 0; edge && side < 2; ++side) {
       if (c[d] != (side ? p->store_hi[d] - 1 : p->store_lo[d])) continue;
       if (side ? p->free_hi[d] : p->free_lo[d]) {
         sum *= (SWEEP_R)0.5; /* the surface row */

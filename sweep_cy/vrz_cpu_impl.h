@@ -106,8 +106,7 @@ static __attribute__((noinline)) void SWEEP_FN(vrz_grad_edge_cells)(SWEEP_VRZ_GR
   const SWEEP_R *const w = sw + (p->store_layout ? ks - lo : 0);
   for (sweep_int x = x0; x < x1; ++x)
     SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, buoyancy, st, w, sp, no, gk, gb, base + x, x - lo,
-                                 x - ks, z, y, x, mask, 1, mask == 0 && !p->store_layout, NULL,
-                                 NULL);
+                                 x - ks, z, y, x, mask, 1, mask == 0 && !p->store_layout);
 }
 
 /* The gradients of the stored cells [x0, x1) of a row, of one CPML mask:
@@ -121,39 +120,12 @@ static __attribute__((noinline)) void SWEEP_FN(vrz_grad_edge_cells)(SWEEP_VRZ_GR
 static inline __attribute__((always_inline)) void SWEEP_FN(vrz_grad_cells)(
     SWEEP_VRZ_GRAD_PARAMS, const int mask) {
   const sweep_int h = SWEEP_H, lo = p->store_lo[2];
-  int inner = 1, face = 0;
+  int inner = 1;
   for (int d = SWEEP_FIRST_AXIS; d < 2; ++d) {
     const sweep_int c = d ? y : z;
     inner = inner && c >= p->store_lo[d] + h && c < p->store_hi[d] - h;
-    face = face || c == p->store_lo[d] || c == p->store_hi[d] - 1;
   }
-  /* A row near (not on) a face of the stored cells along z or y: its
-   * cells away from the x faces take the vector loop too, with the taps of
-   * u along z and y from a table (vrz_gradient_point's edge 2). */
-  const int table = !inner && !face;
-  sweep_int to[2 * (2 * SWEEP_H + 1)];
-  SWEEP_R ts[2 * (2 * SWEEP_H + 1)];
-  if (table) {
-    const sweep_int n2 = p->store_hi[2] - lo;
-    for (int d = SWEEP_FIRST_AXIS; d < 2; ++d) {
-      const sweep_int cd = d ? y : z, slo = p->store_lo[d], shi = p->store_hi[d];
-      const sweep_int cs = d ? n2 : (p->store_hi[1] - p->store_lo[1]) * n2;
-      for (sweep_int k = -h; k <= h; ++k) {
-        const sweep_int c = cd + k, j = d * (2 * h + 1) + k + h;
-        if (c < slo) {
-          to[j] = p->free_lo[d] ? (2 * slo - c - cd) * cs : 0;
-          ts[j] = p->free_lo[d] ? (SWEEP_R)-1 : (SWEEP_R)0;
-        } else if (c >= shi) {
-          to[j] = p->free_hi[d] ? (2 * (shi - 1) - c - cd) * cs : 0;
-          ts[j] = p->free_hi[d] ? (SWEEP_R)-1 : (SWEEP_R)0;
-        } else {
-          to[j] = k * cs;
-          ts[j] = 1;
-        }
-      }
-    }
-  }
-  sweep_int a = inner || table ? lo + h : x1, b = inner || table ? p->store_hi[2] - h : x1;
+  sweep_int a = inner ? lo + h : x1, b = inner ? p->store_hi[2] - h : x1;
   a = a < x0 ? x0 : a > x1 ? x1 : a;
   b = b < a ? a : b > x1 ? x1 : b;
   const sweep_int ks = x0 < oa ? lo : ob - (oa - lo);
@@ -162,20 +134,14 @@ static inline __attribute__((always_inline)) void SWEEP_FN(vrz_grad_cells)(
   if (x0 < a)
     SWEEP_FN(vrz_grad_edge_cells)(p, mu, Z, pa, buoyancy, st, sw, sp, no, oa, ob, gk, gb, base, z,
                                   y, x0, a, mask);
-#define SWEEP_VRZ_GRAD_LOOP_(edge, recompute)                                                    \
+#define SWEEP_VRZ_GRAD_LOOP_(recompute)                                                          \
   _Pragma("omp simd") for (sweep_int x = a; x < b; ++x)                                         \
       SWEEP_FN(vrz_gradient_point)(p, mu, Z, pa, buoyancy, st, w, sp, no, gk, gb, base + x,      \
-                                   x - lo, x - ks, z, y, x, mask, edge, recompute, to, ts)
-  if (table) {
-    if (mask == 0 && !p->store_layout) {
-      SWEEP_VRZ_GRAD_LOOP_(2, 1);
-    } else {
-      SWEEP_VRZ_GRAD_LOOP_(2, 0);
-    }
-  } else if (mask == 0 && !p->store_layout) {
-    SWEEP_VRZ_GRAD_LOOP_(0, 1);
+                                   x - lo, x - ks, z, y, x, mask, 0, recompute)
+  if (mask == 0 && !p->store_layout) {
+    SWEEP_VRZ_GRAD_LOOP_(1);
   } else {
-    SWEEP_VRZ_GRAD_LOOP_(0, 0);
+    SWEEP_VRZ_GRAD_LOOP_(0);
   }
 #undef SWEEP_VRZ_GRAD_LOOP_
   if (b < x1)
