@@ -261,6 +261,23 @@ def test_adjoint_blocking_choice(monkeypatch):
     assert choice((300, 1000), n_shots=4) == (1, 1, 1)
 
 
+def test_vrz_adjoint_blocking_choice(monkeypatch):
+    """VRZ's 3D adjoint takes its own blocking (not the forward's default)."""
+    from sweep.equations.vrz.compiled import CompiledVRZ
+
+    def choice(shape):
+        return _blocking.adjoint_blocking(
+            _geometry(shape, 1), 2, cell_bytes=CompiledVRZ.blocking_cell_bytes,
+            defaults=CompiledVRZ.adjoint_blocking,
+        )  # fmt: skip
+
+    monkeypatch.delenv("SWEEP_TIME_BLOCKING", raising=False)
+    assert choice((160, 160, 160)) == CompiledVRZ.adjoint_blocking[3] != _blocking.DEFAULTS[3]
+    assert choice((20, 20, 20)) == (1, 1, 1)
+    monkeypatch.setenv("SWEEP_TIME_BLOCKING", "8,1,48")
+    assert choice((160, 160, 160)) == (8, 1, 48)
+
+
 def test_tuner_schedule_and_choice():
     """Warm-up untimed, candidates in order then reversed, pieces split across calls."""
     cands = [(8, 1, 48), (4, 1, 24), (1, 1, 1)]

@@ -72,8 +72,11 @@ class CompiledVRZ(CompiledStepper):
     # The 2D adjoint blocked as LSRTM's (sweep/equations/lsrtm/compiled.py): the
     # 2D benchmark's gradient (300 x 1000, 4 shots, order 8, 2 threads) spent
     # 1.31-1.35 s in the adjoint unblocked, 1.16-1.20 s at 16 steps in groups of
-    # 4 rows (benchmarks/README.md, branch lsg2d).
-    adjoint_blocking: ClassVar[dict[int, tuple[int, int, int]]] = {2: (16, 4, 1)}
+    # 4 rows (benchmarks/README.md, branch lsg2d).  3D: 4 steps in y tiles of 16
+    # rows, not the forward's 8 in 48: the 3D benchmark's adjoint (128^3, one
+    # shot, order 8, nt 100, 2 threads) took 5.13-5.45 s at 8 in 48, 4.38-4.47 s
+    # at 4 in 16 (benchmarks/README.md, branch vrz3dadj).
+    adjoint_blocking: ClassVar[dict[int, tuple[int, int, int]]] = {2: (16, 4, 1), 3: (4, 1, 16)}
 
     @property
     def snapshot_values(self) -> int:
