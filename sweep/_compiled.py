@@ -490,38 +490,26 @@ class CompiledStepper:
         g = self.geom
         return self._pitched((g.n_shots, *g.padded_shape), slot)
 
-    def copy_field(self, x: Any, slot: int, mask: Any = None) -> Any:
-        """Return a copy of ``x`` (times ``mask`` where given) in field slot ``slot``.
+    def copy_field(self, x: Any, slot: int) -> Any:
+        """Return a copy of ``x`` in field slot ``slot``.
 
         See :meth:`field`.  Written in one pass, over a field that is not
-        zeroed first (a set-up cost per call: 3D Maxwell's nine coefficients).
+        zeroed first (a set-up cost per call).
         """
         out = self._pitched(tuple(x.shape), slot, fill=False)
-        if mask is None:
-            out[...] = x
-        else:
-            self.xp.multiply(x, mask, out=out)
+        out[...] = x
         return out
 
     def masked_field(self, x: np.ndarray, mask: tuple[np.ndarray, ...], slot: int) -> Any:
-        """Return ``x`` times a live mask in field slot ``slot`` (host arrays).
+        """Return ``x`` (host) times a live mask in field slot ``slot`` on the engine's device.
 
         ``mask``: the mask's 0/1 factors per axis (broadcastable to ``x``),
-        whose product is the mask.  On the host the product goes straight into
-        the field: ``x`` times the other axes' factors, then the first axis's
-        dead planes times zero, which is ``x * mask`` bit for bit (a product
-        with 1 is exact, with 0 a zero of ``x``'s sign either way); for a
-        device it is formed on the host and copied over.
+        whose product is the mask.  The product is formed on the host and
+        copied over; host engines write theirs straight into their fields
+        (:meth:`planewise_fields`).
         """
-        if self.xp is not np:
-            full = functools.reduce(np.multiply, mask, x)
-            return self.copy_field(self.kernel_input(np.asarray(full), name="coefficients"), slot)
-        first, *rest = mask
-        out = self.copy_field(x, slot, mask=functools.reduce(np.multiply, rest) if rest else None)
-        dead = np.flatnonzero(np.asarray(first).reshape(-1) == 0)
-        if dead.size:
-            out[dead] *= 0
-        return out
+        full = functools.reduce(np.multiply, mask, x)
+        return self.copy_field(self.kernel_input(np.asarray(full), name="coefficients"), slot)
 
     def planewise_fields(
         self,
@@ -533,14 +521,17 @@ class CompiledStepper:
 
         ``models``: padded NumPy models.  ``compute(slabs, planes)`` maps the
         models' ``planes`` (a slice of the first axis) to ``{k: (coefficient,
-        mask)}`` (field slot ``slot0 + k``; the mask as in
-        :meth:`masked_field`; one pair object under two keys is one field)
-        with elementwise arithmetic and the next node along an axis only.
-        Each slab comes with the next plane too (whose own values are
-        dropped), so the values are the whole grid's bit for bit, and the
-        temporaries stay in the caches: each whole-grid temporary costs a
-        pass through memory and its fresh pages' faults (3D Maxwell and
-        elastic set-up, benchmarks/README.md).
+        mask)}`` (field slot ``slot0 + k``; the mask as its 0/1 factors per
+        axis; one pair object under two keys is one field) with elementwise
+        arithmetic and the next node along an axis only.  Each slab comes
+        with the next plane too (whose own values are dropped), so the values
+        are the whole grid's bit for bit, and the temporaries stay in the
+        caches: each whole-grid temporary costs a pass through memory and its
+        fresh pages' faults (3D Maxwell and elastic set-up,
+        benchmarks/README.md).  A coefficient times the other axes' factors,
+        then the first axis's dead planes times zero, is the coefficient
+        times the mask bit for bit (a product with 1 is exact, with 0 a zero
+        of the coefficient's sign either way).
         """
         n0 = models[0].shape[0]
         step = max(_SLAB_PLANES, _SLAB_BYTES // max(models[0][0].nbytes, 1))
