@@ -92,8 +92,7 @@ def adjoint_blocking(
     ``SWEEP_EQ_BLOCK_STORE``, and the adjoint only with ``SWEEP_EQ_BLOCK_ADJOINT``
     (``cpu_blocking.h``); only the adjoint takes it here.
     """
-    chosen = fixed()
-    if chosen is not None or geom.ndim not in defaults:
+    if fixed() is not None or geom.ndim not in defaults:
         return time_blocking(geom, n_threads, cell_bytes=cell_bytes)
     return defaults[geom.ndim] if worth_blocking(geom, cell_bytes=cell_bytes) else UNBLOCKED
 

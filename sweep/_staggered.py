@@ -140,6 +140,26 @@ def _at(d: int, sl: slice) -> tuple[slice, ...]:
     return (*(slice(None),) * d, sl)
 
 
+def _next_views(
+    m: np.ndarray, out: np.ndarray, d: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[slice, ...]]:
+    """Return views for a map of each node and the next along axis ``d`` into ``out`` (C order).
+
+    (``m``'s nodes, their next ones, ``out``'s same nodes, the index of the
+    last node along ``d``).  Where ``m`` is C-ordered the views are one run
+    over the flat arrays (short rows cost NumPy a loop each), which also
+    covers the last nodes along ``d`` with wrong values: the caller writes
+    those (``last``) after.
+    """
+    last = _at(d, slice(m.shape[d] - 1, None))
+    if m.flags.c_contiguous:
+        b = math.prod(m.shape[d + 1 :])
+        flat = m.reshape(-1)
+        return flat[: m.size - b], flat[b:], out.reshape(-1)[: m.size - b], last
+    head = _at(d, slice(None, -1))
+    return m[head], m[_at(d, slice(1, None))], out[head], last
+
+
 class _LiveMasks(dict):
     """Per field, its live mask (1, *padded shape): formed from its axes' factors on first use.
 
@@ -249,19 +269,14 @@ class EagerStaggered(EagerBase):
 
     def _shift(self, m: Any, d: int) -> Any:
         """``m`` at the next node along axis ``d`` (edge repeated); ``m`` has no shot axis."""
-        if isinstance(m, np.ndarray):  # the same copy as take (faster)
-            out = np.empty_like(m, order="C")
-            last = _at(d, slice(m.shape[d] - 1, None))
-            if m.flags.c_contiguous:
-                # One run over the flat array (short rows cost NumPy a loop
-                # each), then the last node along d, which it got wrong.
-                b = math.prod(m.shape[d + 1 :])
-                out.reshape(-1)[: m.size - b] = m.reshape(-1)[b:]
-            else:
-                out[_at(d, slice(None, -1))] = m[_at(d, slice(1, None))]
-            out[last] = m[last]
-            return out
-        return self.xp.take(m, self.next[d], axis=d)
+        if not isinstance(m, np.ndarray):
+            return self.xp.take(m, self.next[d], axis=d)
+        # The same copy as take (faster), the last node along d repeated.
+        out = np.empty_like(m, order="C")
+        _, nxt, dst, last = _next_views(m, out, d)
+        dst[...] = nxt
+        out[last] = m[last]
+        return out
 
     def _mean_next(self, m: Any, d: int) -> Any:
         """``0.5 (m + _shift(m, d))``: the mean of each node and the next along axis ``d``."""
@@ -269,14 +284,8 @@ class EagerStaggered(EagerBase):
             return 0.5 * (m + self._shift(m, d))
         # The same sums and products, without the shifted copy and two temporaries.
         out = np.empty_like(m, order="C")
-        last = _at(d, slice(m.shape[d] - 1, None))
-        if m.flags.c_contiguous:  # one run over the flat array, as in _shift
-            b = math.prod(m.shape[d + 1 :])
-            flat = m.reshape(-1)
-            np.add(flat[: m.size - b], flat[b:], out=out.reshape(-1)[: m.size - b])
-        else:
-            np.add(m[_at(d, slice(None, -1))], m[_at(d, slice(1, None))],
-                   out=out[_at(d, slice(None, -1))])  # fmt: skip
+        head, nxt, dst, last = _next_views(m, out, d)
+        np.add(head, nxt, out=dst)
         np.add(m[last], m[last], out=out[last])
         out *= 0.5
         return out

@@ -209,13 +209,10 @@ class CompiledMaxwell(CompiledElastic):
         """
         eager = self.eager
         if self.xp is np:  # on slabs of planes, straight into the fields
-            slots = coefficient_slots(self.geom.ndim)
 
             def compute(padded: list[np.ndarray], planes: slice) -> dict[int, tuple]:
-                ca, cb, ch = eager._coefficients_numpy(*padded)
-                c = {"ca": ca, "cb": cb, "ch": ch}
-                return {k: (c[kind][name], eager.live_factors[name])
-                        for (kind, name), k in slots.items()}  # fmt: skip
+                c = dict(zip(("ca", "cb", "ch"), eager._coefficients_numpy(*padded), strict=True))
+                return _slot_factors(eager, c)
 
             models = [eager.pad_model(np.asarray(m)) for m in (epsilon, sigma, mu)]
             return self.planewise_fields(compute, models, 20)
@@ -291,7 +288,11 @@ def coefficient_factors(
     (:attr:`~sweep._staggered.EagerStaggered.live_factors`), and a kernel
     coefficient the product of them all.
     """
-    c = eager.coefficients(epsilon, sigma, mu, sources=False)
+    return _slot_factors(eager, eager.coefficients(epsilon, sigma, mu, sources=False))
+
+
+def _slot_factors(eager: EagerMaxwell, c: dict[str, Any]) -> dict[int, tuple[Any, Any]]:
+    """:func:`coefficient_factors` of the coefficients ``c`` (:meth:`EagerMaxwell.coefficients`)."""
     return {k: (c[kind][name], eager.live_factors[name])
             for (kind, name), k in coefficient_slots(eager.geom.ndim).items()}  # fmt: skip
 
