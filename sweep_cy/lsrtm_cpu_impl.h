@@ -242,6 +242,27 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_fwd_edge_row)(
 #undef SWEEP_BORN_ADJ_ARGS
 #undef SWEEP_BORN_ADJ_POINT_ROW
 
+/* One step's terms of born_correlate below: gk += a0 s + a1 s[vs], gd +=
+ * a1 s.  The snapshot rows come from memory: a line at a time, the same
+ * line of the next row (the record's rows follow each other, n cells
+ * apart) is prefetched, which the next row's correlation reads. */
+static inline __attribute__((always_inline)) void SWEEP_FN(born_correlate_step)(
+    SWEEP_R *SWEEP_RESTRICT gk, SWEEP_R *SWEEP_RESTRICT gd, const SWEEP_R *SWEEP_RESTRICT a0,
+    const SWEEP_R *SWEEP_RESTRICT a1, const SWEEP_R *SWEEP_RESTRICT s, sweep_int vs,
+    sweep_int n) {
+  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
+  for (sweep_int xa = 0; xa < n; xa += line) {
+    const sweep_int xb = xa + line < n ? xa + line : n;
+    __builtin_prefetch(s + n + xa, 0, 3);
+    __builtin_prefetch(s + vs + n + xa, 0, 3);
+#pragma omp simd
+    for (sweep_int x = xa; x < xb; ++x) {
+      gk[x] = gk[x] + a0[x] * s[x] + a1[x] * s[x + vs];
+      gd[x] += a1[x] * s[x];
+    }
+  }
+}
+
 /*
  * Snapshot correlation of one model row of n cells (gk, gd: the rows of
  * grad_v2dt2 and grad_dv2dt2; m0, m1: G0^{t+1}, mu1^{t+1}; st: W0^t, with
@@ -256,34 +277,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(born_correlate)(
     const SWEEP_R *SWEEP_RESTRICT m1, const SWEEP_R *SWEEP_RESTRICT st,
     const SWEEP_R *SWEEP_RESTRICT lo0, const SWEEP_R *SWEEP_RESTRICT lo1,
     const SWEEP_R *SWEEP_RESTRICT held, sweep_int vs, int skip, sweep_int n) {
-  /* The snapshot rows come from memory: a line at a time, the same line of
-   * the next row (the record's rows follow each other, n cells apart) is
-   * prefetched, which the next row's correlation reads. */
-  const sweep_int line = SWEEP_CACHE_LINE / (sweep_int)sizeof(SWEEP_R);
-  if (held) {
-    for (sweep_int xa = 0; xa < n; xa += line) {
-      const sweep_int xb = xa + line < n ? xa + line : n;
-      __builtin_prefetch(held + n + xa, 0, 3);
-      __builtin_prefetch(held + vs + n + xa, 0, 3);
-#pragma omp simd
-      for (sweep_int x = xa; x < xb; ++x) {
-        gk[x] = gk[x] + lo0[x] * held[x] + lo1[x] * held[x + vs];
-        gd[x] += lo1[x] * held[x];
-      }
-    }
-  }
-  if (st && !skip) {
-    for (sweep_int xa = 0; xa < n; xa += line) {
-      const sweep_int xb = xa + line < n ? xa + line : n;
-      __builtin_prefetch(st + n + xa, 0, 3);
-      __builtin_prefetch(st + vs + n + xa, 0, 3);
-#pragma omp simd
-      for (sweep_int x = xa; x < xb; ++x) {
-        gk[x] = gk[x] + m0[x] * st[x] + m1[x] * st[x + vs];
-        gd[x] += m1[x] * st[x];
-      }
-    }
-  }
+  if (held) SWEEP_FN(born_correlate_step)(gk, gd, lo0, lo1, held, vs, n);
+  if (st && !skip) SWEEP_FN(born_correlate_step)(gk, gd, m0, m1, st, vs, n);
 }
 
 /* sub_problem's arrays of shots: both fields and both gradients, fo elements on. */

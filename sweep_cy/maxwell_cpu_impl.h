@@ -285,20 +285,17 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
   return x;
 }
 
-/* The vector rows of kind (0, 1) and literal nh, then the cells left over
- * by the scalar row function of nh (fn). */
-#define MX_VFN_(kind, nh, fn)                                                                \
-  static __attribute__((noinline)) void SWEEP_FN(mx_v##kind##_##nh)(MX_ROW_PARAMS) {           \
-    const sweep_int xv = SWEEP_FN(mx_vcells)(MX_ROW_ARGS, kind, nh, 0);                       \
-    if (xv < x1) SWEEP_FN(fn)(e, wrow, st, vs, base, z, y, xv, x1);                           \
+/* The vector rows of kind (0, 1), literal nh and mask, then the cells left
+ * over by the scalar row function fn: mx_v<kind>_<nh> the plain rows,
+ * mx_v<kind>_m<m>_<nh> the C-PML rows of mask m (the x-CPML segments, masks
+ * 4 and 6, and the y-CPML rows' middles, mask 2). */
+#define MX_VROW_(name, kind, nh, mask, fn)                                   \
+  static __attribute__((noinline)) void SWEEP_FN(name)(MX_ROW_PARAMS) {      \
+    const sweep_int xv = SWEEP_FN(mx_vcells)(MX_ROW_ARGS, kind, nh, mask);   \
+    if (xv < x1) SWEEP_FN(fn)(e, wrow, st, vs, base, z, y, xv, x1);          \
   }
-/* The C-PML rows of mask m likewise (mx_v<kind>_m<m>_<nh>): the x-CPML
- * segments (masks 4, 6) and the y-CPML rows' middles (mask 2). */
-#define MX_VFNM_(kind, m, nh, fn)                                                            \
-  static __attribute__((noinline)) void SWEEP_FN(mx_v##kind##_m##m##_##nh)(MX_ROW_PARAMS) {  \
-    const sweep_int xv = SWEEP_FN(mx_vcells)(MX_ROW_ARGS, kind, nh, m);                       \
-    if (xv < x1) SWEEP_FN(fn)(e, wrow, st, vs, base, z, y, xv, x1);                           \
-  }
+#define MX_VFN_(kind, nh, fn) MX_VROW_(mx_v##kind##_##nh, kind, nh, 0, fn)
+#define MX_VFNM_(kind, m, nh, fn) MX_VROW_(mx_v##kind##_m##m##_##nh, kind, nh, m, fn)
 #define MX_VFNM_ORDERS_(kind, m)                                                        \
   MX_VFNM_(kind, m, 1, mx_k##kind##_m##m##_0) MX_VFNM_(kind, m, 3, mx_k##kind##_m##m##_0) \
   MX_VFNM_(kind, m, 4, mx_k##kind##_m##m##_0)
@@ -319,6 +316,7 @@ MX_VFN_(1, 2, mx_k1_m0_2)
 MX_VFN_(1, 3, mx_k1_m0_3)
 MX_VFN_(1, 4, mx_k1_m0_0)
 #undef MX_VFN_
+#undef MX_VROW_
 #endif
 #endif
 
