@@ -146,8 +146,8 @@ MX_FWD_CPML_(1)
 #undef MX_KIND
 #undef MX_FN_
 
-#if SWEEP_NDIM == 2 && defined(__GNUC__) && !defined(__clang__)
-/* ---- TM2D forward plain rows, explicit vectors ----
+#if defined(__GNUC__) && !defined(__clang__)
+/* ---- Forward rows, explicit vectors (TM2D and 3D) ----
  *
  * The compiler's vectorisation of mx_fwd_h / mx_fwd_e loads each x tap of
  * the difference along x as its own unaligned vector (three of the four at
@@ -160,7 +160,9 @@ MX_FWD_CPML_(1)
  * arithmetic is maxwell_stencil.h's (STAG_DIFF_SUM, MX_CURL_TERM, MX_H_NEW,
  * MX_E_NEW) in the same order, so every lane rounds as mx_fwd_h / mx_fwd_e
  * round the cell.  The cells past the last whole vector run the scalar
- * row functions. */
+ * row functions.  3D the same with a window per field read along x (Ey
+ * and Ez in phase H, Hy and Hz in phase E) and the y and z taps loads a
+ * stride apart. */
 #if defined(__AVX512F__)
 #define MX_VB_ 64
 #elif defined(__AVX__)
@@ -194,10 +196,33 @@ typedef long long SWEEP_FN(mx_lanes) __attribute__((vector_size(MX_VB_)));
    : (j) > 0 ? __builtin_shuffle(cur, next, (SWEEP_FN(mx_lanes))MX_IOTA_ + (int)(j))           \
              : __builtin_shuffle(prev, cur, (SWEEP_FN(mx_lanes))MX_IOTA_ + (int)(MX_VN + (j))))
 
+/* 3D with AVX-512: the cells past the last whole vector of a row without
+ * an x profile and without snapshot values (mx_vcells' tail) as one more
+ * vector, its stores masked to the row's cells (k: the lanes stored); the
+ * lanes past the row compute on the cells after it and are dropped.  The
+ * scalar remainder of mx3d-o4's plain middles (4 cells of 68) took 5 % of
+ * the samples. */
+#if SWEEP_NDIM == 3 && defined(__AVX512F__) && SWEEP_REAL_BYTES == 4
+#define MX_VTAIL_ 1
+#define MX_VSTK_(ptr, v, k) _mm512_mask_storeu_ps((ptr), (__mmask16)(k), (__m512)(v))
+#elif SWEEP_NDIM == 3 && defined(__AVX512F__)
+#define MX_VTAIL_ 1
+#define MX_VSTK_(ptr, v, k) _mm512_mask_storeu_pd((ptr), (__mmask8)(k), (__m512d)(v))
+#else
+#define MX_VTAIL_ 0
+#define MX_VSTK_(ptr, v, k) MX_VST_(ptr, v)
+#endif
+
+/* Component a's (0, 1) term along x (mx_term's t = a) differentiates the
+ * other field's component 1 - a: whether kind's row updates a, and that
+ * field's row. */
+#define MX_XW_(kind, a) ((kind) ? MX_HAS_E(a) : MX_HAS_H(a))
+#define MX_XF_(kind, a) (f[(kind) ? MX_HF(1 - (a)) : MX_EF(1 - (a))] + base)
+
 /* The whole vectors of cells [x0, x1) of kind 0 (phase H) or 1 (phase E)'s
- * row of mask m (0: plain; 2, 4, 6: the C-PML stretch along y, x, both, as
- * mx_curl's stag_stretch), taps a literal nh; returns the first cell left
- * over. */
+ * row of mask m (0: plain; else the C-PML stretch along the axes of its
+ * bits, 1 z, 2 y, 4 x, as mx_curl's stag_stretch), taps a literal nh;
+ * returns the first cell left over. */
 static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_ROW_PARAMS,
                                                                           const int kind,
                                                                           const int nh,
@@ -205,36 +230,57 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
   typedef SWEEP_FN(mx_vec) V;
   (void)st;
   (void)vs;
-  (void)z;
   const sweep_int pitch = e->n[2], sz = e->st[1];
+  const sweep_int sb[2] = {MX_ND == 3 ? e->st[0] : 0, sz};
   /* Memory: the window reads a vector before x0 and past x1 - 1, inside the
    * rows before and after (every row updated lies inside the halo). */
   if (x1 - x0 < MX_VN || sz < MX_VN) return x0;
   SWEEP_R w[STAG_MAX_H];
   for (int k = 0; k < STAG_MAX_H; ++k) w[k] = k < e->nh ? e->ws[k] : 0;
-  const SWEEP_R rdx[3] = {0, e->rdx[1], e->rdx[2]};
+  const SWEEP_R rdx[3] = {MX_ND == 3 ? e->rdx[0] : 0, e->rdx[1], e->rdx[2]};
   SWEEP_R *f[6];
   const SWEEP_R *c[9];
   for (int k = 0; k < 6; ++k) f[k] = e->f[k];
   for (int k = 0; k < 9; ++k) c[k] = e->c[k];
   /* The C-PML profiles (phase H's derivatives forward: the half nodes'):
-   * along y one value for the row, along x one per cell. */
+   * along z one value for the plane, along y one for the row, along x one
+   * per cell. */
   const SWEEP_R *pxa = (mask & 4) ? (kind ? e->pa[2] : e->pah[2]) : NULL;
   const SWEEP_R *pxb = (mask & 4) ? (kind ? e->pb[2] : e->pbh[2]) : NULL;
   const SWEEP_R pya = (mask & 2) ? (kind ? e->pa[1] : e->pah[1])[y] : 0;
   const SWEEP_R pyb = (mask & 2) ? (kind ? e->pb[1] : e->pbh[1])[y] : 0;
+  const SWEEP_R pza = (mask & 1) ? (kind ? e->pa[0] : e->pah[0])[z] : 0;
+  const SWEEP_R pzb = (mask & 1) ? (kind ? e->pb[0] : e->pbh[0])[z] : 0;
   SWEEP_R *mp[6][3] = {{0}};
   if (mask)
     for (int k = 0; k < 6; ++k)
-      for (int d = 1; d < 3; ++d) mp[k][d] = e->m[k][d];
-  /* The one field read along x: Ey in phase H, Hz in phase E. */
-  const SWEEP_R *rx = (kind ? f[MX_HF(1)] : f[MX_EF(0)]) + base;
-  V prev = MX_VLD_(rx + x0 - MX_VN), cur = MX_VLD_(rx + x0), next;
+      for (int d = MX_A0; d < 3; ++d) mp[k][d] = e->m[k][d];
+  /* The fields read along x, a window each (MX_XW_): in TM2D Ey in phase
+   * H, Hz in phase E; in 3D Ey, Ez and Hy, Hz. */
+  const SWEEP_R *rx0 = MX_XW_(kind, 0) ? MX_XF_(kind, 0) : NULL;
+  const SWEEP_R *rx1 = MX_XW_(kind, 1) ? MX_XF_(kind, 1) : NULL;
+  V prev0 = {0}, cur0 = {0}, next0 = {0}, prev1 = {0}, cur1 = {0}, next1 = {0};
+  if (MX_XW_(kind, 0)) prev0 = MX_VLD_(rx0 + x0 - MX_VN), cur0 = MX_VLD_(rx0 + x0);
+  if (MX_XW_(kind, 1)) prev1 = MX_VLD_(rx1 + x0 - MX_VN), cur1 = MX_VLD_(rx1 + x0);
   sweep_int x = x0;
+  /* A masked tail (MX_VTAIL_): not on the x profiles' segments (their
+   * arrays end with the row) nor into wrow (its last value ends there). */
+  const int vt = MX_VTAIL_ && !(mask & 4);
+  const int tail = vt && !wrow;
 #define MX_W_(k) w[(k) - 1]
-  for (; x + MX_VN <= x1; x += MX_VN) {
-    next = MX_VLD_(rx + x + MX_VN);
+  for (; tail ? x < x1 : x + MX_VN <= x1; x += MX_VN) {
+    if (MX_XW_(kind, 0)) next0 = MX_VLD_(rx0 + x + MX_VN);
+    if (MX_XW_(kind, 1)) next1 = MX_VLD_(rx1 + x + MX_VN);
     const sweep_int i = base + x;
+    const unsigned k = x + MX_VN <= x1 ? (1u << MX_VN) - 1 : (1u << (x1 - x)) - 1;
+    (void)k;
+#define MX_VPUT_(ptr, v)      \
+  do {                        \
+    if (vt)                   \
+      MX_VSTK_(ptr, v, k);    \
+    else                      \
+      MX_VST_(ptr, v);        \
+  } while (0)
     SWEEP_UNROLL
     for (int a = 0; a < 3; ++a) {
       if (kind ? !MX_HAS_E(a) : !MX_HAS_H(a)) continue;
@@ -246,9 +292,11 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
         if (!s) continue;
         V sum = {0};
         if (b == 2) {
+          const V prev = a ? prev1 : prev0, cur = a ? cur1 : cur0, next = a ? next1 : next0;
           STAG_DIFF_SUM(sum, MX_VTAP_, MX_W_, !kind, nh, nh)
         } else {
           const SWEEP_R *fp = f[kind ? MX_HF(cc) : MX_EF(cc)] + i;
+          const sweep_int sz = sb[b];
 #define MX_ZTAP_(j) MX_VLD_(fp + (j) * sz)
           STAG_DIFF_SUM(sum, MX_ZTAP_, MX_W_, !kind, nh, nh)
 #undef MX_ZTAP_
@@ -256,39 +304,45 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
         V D = sum * rdx[b];
         if (mask & (1 << b)) {
           SWEEP_R *m = mp[kind ? MX_HF(cc) : MX_EF(cc)][b] + i;
-          const V A = b == 2 ? MX_VLD_(pxa + x) : (V){0} + pya;
-          const V B = b == 2 ? MX_VLD_(pxb + x) : (V){0} + pyb;
+          const V A = b == 2 ? MX_VLD_(pxa + x) : (V){0} + (b ? pya : pza);
+          const V B = b == 2 ? MX_VLD_(pxb + x) : (V){0} + (b ? pyb : pzb);
           const V psi = SWEEP_FMA(B, MX_VLD_(m), A * D);
-          MX_VST_(m, psi);
+          MX_VPUT_(m, psi);
           D = D + psi;
         }
         C = MX_CURL_TERM(C, s, D);
       }
       if (kind == 0) {
         SWEEP_R *hp = f[MX_HF(a)] + i;
-        MX_VST_(hp, MX_H_NEW(MX_VLD_(hp), MX_VLD_(c[MX_CH(a)] + i), C));
+        MX_VPUT_(hp, MX_H_NEW(MX_VLD_(hp), MX_VLD_(c[MX_CH(a)] + i), C));
         if (wrow) MX_VST_(wrow + x + MX_SH(a) * pitch, C);
       } else {
         SWEEP_R *ep = f[MX_EF(a)] + i;
         const V old = MX_VLD_(ep);
-        MX_VST_(ep, MX_E_NEW(old, MX_VLD_(c[MX_CA(a)] + i), MX_VLD_(c[MX_CB(a)] + i), C));
+        MX_VPUT_(ep, MX_E_NEW(old, MX_VLD_(c[MX_CA(a)] + i), MX_VLD_(c[MX_CB(a)] + i), C));
         if (wrow) {
           MX_VST_(wrow + x + MX_SE(a) * pitch, old);
           MX_VST_(wrow + x + (MX_SE(a) + 1) * pitch, C);
         }
       }
     }
-    prev = cur;
-    cur = next;
+    prev0 = cur0, cur0 = next0;
+    prev1 = cur1, cur1 = next1;
   }
+#undef MX_VPUT_
 #undef MX_W_
   return x;
 }
+#undef MX_XW_
+#undef MX_XF_
+#undef MX_VTAIL_
+#undef MX_VSTK_
 
 /* The vector rows of kind (0, 1), literal nh and mask, then the cells left
  * over by the scalar row function fn: mx_v<kind>_<nh> the plain rows,
- * mx_v<kind>_m<m>_<nh> the C-PML rows of mask m (the x-CPML segments, masks
- * 4 and 6, and the y-CPML rows' middles, mask 2). */
+ * mx_v<kind>_m<m>_<nh> the C-PML rows of mask m (in TM2D the x-CPML
+ * segments, masks 4 and 6, and the y-CPML rows' middles, mask 2; in 3D
+ * masks 1 to 4 and 7, of orders 2 and 4 only, MX_FWD_CPML_'s). */
 #define MX_VROW_(name, kind, nh, mask, fn)                                   \
   static __attribute__((noinline)) void SWEEP_FN(name)(MX_ROW_PARAMS) {      \
     const sweep_int xv = SWEEP_FN(mx_vcells)(MX_ROW_ARGS, kind, nh, mask);   \
@@ -296,6 +350,7 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
   }
 #define MX_VFN_(kind, nh, fn) MX_VROW_(mx_v##kind##_##nh, kind, nh, 0, fn)
 #define MX_VFNM_(kind, m, nh, fn) MX_VROW_(mx_v##kind##_m##m##_##nh, kind, nh, m, fn)
+#if SWEEP_NDIM == 2
 #define MX_VFNM_ORDERS_(kind, m)                                                        \
   MX_VFNM_(kind, m, 1, mx_k##kind##_m##m##_0) MX_VFNM_(kind, m, 3, mx_k##kind##_m##m##_0) \
   MX_VFNM_(kind, m, 4, mx_k##kind##_m##m##_0)
@@ -315,6 +370,19 @@ MX_VFN_(1, 1, mx_k1_m0_1)
 MX_VFN_(1, 2, mx_k1_m0_2)
 MX_VFN_(1, 3, mx_k1_m0_3)
 MX_VFN_(1, 4, mx_k1_m0_0)
+#else
+#define MX_VFNM_ORDERS_(kind, m) \
+  MX_VFNM_(kind, m, 1, mx_k##kind##_m##m##_1) MX_VFNM_(kind, m, 2, mx_k##kind##_m##m##_2)
+#define MX_VFNM_MASKS_(kind)                                                               \
+  MX_VFN_(kind, 1, mx_k##kind##_m0_1) MX_VFN_(kind, 2, mx_k##kind##_m0_2)                  \
+  MX_VFNM_ORDERS_(kind, 1) MX_VFNM_ORDERS_(kind, 2) MX_VFNM_ORDERS_(kind, 3)               \
+  MX_VFNM_ORDERS_(kind, 4) MX_VFNM_ORDERS_(kind, 7)
+MX_VFNM_MASKS_(0)
+MX_VFNM_MASKS_(1)
+#undef MX_VFNM_MASKS_
+#undef MX_VFNM_ORDERS_
+#undef MX_VFNM_
+#endif
 #undef MX_VFN_
 #undef MX_VROW_
 #endif
@@ -335,8 +403,18 @@ MX_VFN_(1, 4, mx_k1_m0_0)
       MX_CASES_(kind, args)                                    \
     }                                                          \
   } while (0)
-/* TM2D's forward plain rows: the vector rows of their order (every order). */
-#if defined(MX_HAVE_VEC)
+/* The forward's plain rows: the vector rows of their order (TM2D every
+ * order, 3D orders 2 and 4). */
+#if defined(MX_HAVE_VEC) && SWEEP_NDIM == 3
+#define MX_VEC_FWD_(kind, args)    \
+  if (e->nh == 2) {                \
+    SWEEP_FN(mx_v##kind##_2) args; \
+    break;                         \
+  } else if (e->nh == 1) {         \
+    SWEEP_FN(mx_v##kind##_1) args; \
+    break;                         \
+  }
+#elif defined(MX_HAVE_VEC)
 #define MX_VEC_FWD_(kind, args)          \
   if (e->nh == 2) {                      \
     SWEEP_FN(mx_v##kind##_2) args;       \
@@ -351,6 +429,8 @@ MX_VFN_(1, 4, mx_k1_m0_0)
     SWEEP_FN(mx_v##kind##_3) args;       \
     break;                               \
   }
+#endif
+#if defined(MX_HAVE_VEC)
 #define MX_VEC_0(args) MX_VEC_FWD_(0, args)
 #define MX_VEC_1(args) MX_VEC_FWD_(1, args)
 #else
@@ -396,14 +476,22 @@ MX_VFN_(1, 4, mx_k1_m0_0)
   case 3: MX_CPML_##kind(3, args); break;                                 \
   case 4: MX_CPML_##kind(4, args); break;                                 \
   default: MX_CPML_##kind(7, args); break;
-/* The C-PML function of mask m: the forward's of a literal order 2 or 4. */
-#define MX_CPML_FWD_(kind, m, args)       \
-  do {                                    \
-    if (e->nh == 2)                       \
-      SWEEP_FN(mx_k##kind##_m##m##_2) args; \
-    else if (e->nh == 1)                  \
-      SWEEP_FN(mx_k##kind##_m##m##_1) args; \
-    else                                  \
+/* The C-PML function of mask m: the forward's of a literal order 2 or 4,
+ * vector rows (MX_V3_ v) where there are. */
+#if defined(MX_HAVE_VEC)
+#define MX_V3_ v
+#else
+#define MX_V3_ k
+#endif
+#define MX_CPML_NAME_(v, kind, m, nh) SWEEP_FN(mx_##v##kind##_m##m##_##nh)
+#define MX_CPML_FN_(v, kind, m, nh) MX_CPML_NAME_(v, kind, m, nh)
+#define MX_CPML_FWD_(kind, m, args)         \
+  do {                                      \
+    if (e->nh == 2)                         \
+      MX_CPML_FN_(MX_V3_, kind, m, 2) args; \
+    else if (e->nh == 1)                    \
+      MX_CPML_FN_(MX_V3_, kind, m, 1) args; \
+    else                                    \
       SWEEP_FN(mx_k##kind##_m##m##_0) args; \
   } while (0)
 #endif
