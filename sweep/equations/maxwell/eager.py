@@ -147,10 +147,24 @@ class EagerMaxwell(EagerStaggered):
             out = self._mean(m, stag)
             return out.copy() if out is m else out
 
+        half: dict[int, np.ndarray] = {}
+
+        def mu_mean(stag: frozenset[int]) -> np.ndarray:  # a new array
+            # The first axis's mean is shared (3D: Hy's and Hz's both start with z).
+            axes = sorted(stag)
+            if len(axes) < 2:
+                return mean(mu, stag)
+            if axes[0] not in half:
+                half[axes[0]] = self._mean_next(mu, axes[0])
+            m = half[axes[0]]
+            for d in axes[1:]:
+                m = self._mean_next(m, d)
+            return m
+
         ca, cb, ch = {}, {}, {}
         for name, stag in self.stag.items():
             if name[0] != "e":
-                m = mean(mu, stag)
+                m = mu_mean(stag)
                 m *= MU0
                 ch[name] = np.divide(dt, m, out=m)  # dt / (MU0 mu)
                 continue
