@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -514,8 +515,11 @@ class CompiledStepper:
     def planewise_fields(
         self,
         compute: Callable[[list[np.ndarray], slice], dict[int, tuple[np.ndarray, tuple]]],
-        models: list[np.ndarray],
+        models: list[np.ndarray] | Callable[[slice], list[np.ndarray]],
         slot0: int,
+        *,
+        shape: tuple[int, ...] | None = None,
+        itemsize: int = 0,
     ) -> dict[int, np.ndarray]:
         """Return host fields of coefficients times their live masks, computed a slab at a time.
 
@@ -532,9 +536,20 @@ class CompiledStepper:
         then the first axis's dead planes times zero, is the coefficient
         times the mask bit for bit (a product with 1 is exact, with 0 a zero
         of the coefficient's sign either way).
+
+        ``models`` may instead map ``planes`` to the padded models' planes
+        (padded a slab at a time); ``shape`` is then the padded shape and
+        ``itemsize`` the models' item size.
         """
-        n0 = models[0].shape[0]
-        step = max(_SLAB_PLANES, _SLAB_BYTES // max(models[0][0].nbytes, 1))
+        if callable(models):
+            slabs_of = models
+            assert shape is not None
+        else:
+            shape = models[0].shape
+            itemsize = models[0].itemsize
+            slabs_of = lambda planes: [m[planes] for m in models]  # noqa: E731
+        n0 = shape[0]
+        step = max(_SLAB_PLANES, _SLAB_BYTES // max(math.prod(shape[1:]) * itemsize, 1))
         fields: dict[int, np.ndarray] = {}
         alias: dict[int, int] = {}
         inner: dict[int, Any] = {}
@@ -542,7 +557,7 @@ class CompiledStepper:
         for k0 in range(0, n0, step):
             k1 = min(k0 + step, n0)
             planes = slice(k0, min(k1 + 1, n0))
-            part = compute([m[planes] for m in models], planes)
+            part = compute(slabs_of(planes), planes)
             if not fields:
                 first: dict[int, int] = {}
                 for k, pair in part.items():
@@ -552,7 +567,7 @@ class CompiledStepper:
                         head, *rest = mask
                         inner[k] = functools.reduce(np.multiply, rest) if rest else None
                         dead[k] = np.flatnonzero(np.asarray(head).reshape(-1) == 0)
-                        fields[k] = self._pitched(models[0].shape, slot0 + k, fill=False)
+                        fields[k] = self._pitched(tuple(shape), slot0 + k, fill=False)
             for k, out in fields.items():
                 src, dst = part[k][0][: k1 - k0], out[k0:k1]
                 if inner[k] is None:

@@ -142,6 +142,34 @@ class EagerBase:
             m = self.xp.take(m, idx, axis=d)
         return m
 
+    def pad_planes(self, m: np.ndarray, planes: slice, out: np.ndarray) -> np.ndarray:
+        """``pad_model(m)[planes]`` of a NumPy model (model shape), written into ``out``.
+
+        ``out``: a buffer of the padded planes' shape with at least as many
+        planes (its first ones are returned).  The same edge copies as
+        :meth:`pad_model`, a slab at a time (the compiled set-up's
+        :meth:`~sweep._compiled.CompiledStepper.planewise_fields`): no
+        whole padded model, its pass and its fresh pages.
+        """
+        g = self.geom
+        nd = g.ndim
+        lo = [g.lo(d) for d in range(nd)]
+        k = g.model_shape
+        dst = out[: planes.stop - planes.start]
+        idx = np.clip(np.arange(planes.start, planes.stop) - lo[0], 0, k[0] - 1)
+        inner = [slice(lo[d], lo[d] + k[d]) for d in range(nd)]
+        if idx.size and idx[-1] - idx[0] == idx.size - 1:  # a run of model planes
+            dst[(slice(None), *inner[1:])] = m[idx[0] : idx[-1] + 1]
+        else:
+            dst[(slice(None), *inner[1:])] = m[idx]
+        for d in range(1, nd):  # the edges along axis d, over the axes before it padded
+            head = (slice(None),) * d
+            tail = tuple(inner[d + 1 :])
+            dst[(*head, slice(0, lo[d]), *tail)] = dst[(*head, slice(lo[d], lo[d] + 1), *tail)]
+            end = lo[d] + k[d]
+            dst[(*head, slice(end, None), *tail)] = dst[(*head, slice(end - 1, end), *tail)]
+        return dst
+
     def pad_model_transpose(self, g: Any) -> Any:
         """Apply the transpose of :meth:`pad_model` to ``g`` (padded -> model shape).
 

@@ -303,10 +303,14 @@ def _zero_resident(out: np.ndarray) -> None:
     pages = np.ctypeslib.as_array((ctypes.c_uint64 * (npages * _PAGE // 8)).from_address(base))
     pages = pages.reshape(npages, _PAGE // 8)
     resident = (vec & 1).astype(bool)
+    # Which resident pages hold data, run by run (only resident pages are
+    # read), then one pass over the runs of those: a run of NumPy calls per
+    # resident run cost ~4 ms a 3D Maxwell call (18 fields, ~26 runs each).
+    written = np.zeros(npages, dtype=bool)
     for first, last in _runs(resident):
-        block = pages[first:last]
-        for lo, hi in _runs(block.any(axis=1)):
-            block[lo:hi] = 0
+        pages[first:last].any(axis=1, out=written[first:last])
+    for first, last in _runs(written):
+        pages[first:last] = 0
     for first, last in _runs(~resident):
         if calls[1](base + first * _PAGE, (last - first) * _PAGE, mmap.MADV_DONTNEED) != 0:
             pages[first:last] = 0

@@ -149,16 +149,18 @@ def node_terms(
     """
     rows = []
     strides = geom.strides
-    held: dict[tuple[str, int], np.ndarray] = {}  # valid() once per field and axis, not per point
+    held: dict[tuple[str, int], list] = {}  # valid() once per field and axis, not per point
 
     def holds(name: str, d: int, i: int) -> bool:
         if (name, d) not in held:
-            held[name, d] = valid(name, d)
+            held[name, d] = np.asarray(valid(name, d)).tolist()
         return bool(held[name, d][i])
 
+    lo = [geom.lo(d) for d in range(geom.ndim)]
+    nodes = np.asarray(loc).tolist()  # Python ints: no NumPy scalar per coordinate
     for shot in range(loc.shape[0]):
         for col, kind in enumerate(kinds):
-            node = [int(loc[shot, col, d]) + geom.lo(d) for d in range(geom.ndim)]
+            node = [int(nodes[shot][col][d]) + lo[d] for d in range(geom.ndim)]
             for name, w in terms[kind]:
                 offsets = [(-1, 0) if d in staggering[name] else (0,) for d in range(geom.ndim)]
                 cells = []

@@ -315,3 +315,24 @@ def test_kernel_coefficients_on_slabs_of_planes_are_the_whole_grid_bitwise(
     assert got.keys() == want.keys()
     for k, x in got.items():
         assert x.dtype == want[k].dtype and x.tobytes() == want[k].tobytes(), k
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("planes", [1, 2, 5, 1000])
+def test_pad_planes_are_the_padded_models_planes(ndim, planes):
+    """``pad_planes`` writes all of ``pad_model(m)[planes]`` into its buffer, bit for bit."""
+    from sweep.equations.maxwell import compiled
+    from sweep.equations.maxwell.propagator import _prepare
+
+    models, dx, dt, kw = _problem(ndim, free=(0,), dtype=np.float32)
+    args = inspect.signature(_fn(ndim)).bind(*models, dx, dt, **kw)
+    args.apply_defaults()
+    call = _prepare(**args.arguments, equation=_fn(ndim).__name__)
+    eager = compiled.CompiledMaxwell(call.geom, np, np.float32, **call.extra).eager
+    m = models[0]
+    whole = eager.pad_model(m)
+    n0 = whole.shape[0]
+    buf = np.full((planes + 1, *whole.shape[1:]), np.nan, np.float32)
+    for k0 in range(0, n0, planes):
+        sl = slice(k0, min(k0 + planes + 1, n0))
+        assert eager.pad_planes(m, sl, buf).tobytes() == whole[sl].tobytes(), k0

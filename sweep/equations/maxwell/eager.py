@@ -143,21 +143,37 @@ class EagerMaxwell(EagerStaggered):
         """
         dt = self.geom.dt
 
-        def mean(m: np.ndarray, stag: frozenset[int]) -> np.ndarray:  # a new array
+        def scaled(m: np.ndarray, stag: frozenset[int], c: float) -> np.ndarray:  # a new array
+            # mean(m) * c; unstaggered (TM2D's Ey) the product is the new array (no copy first).
             out = self._mean(m, stag)
-            return out.copy() if out is m else out
+            if out is m:
+                return np.multiply(m, c)
+            out *= c
+            return out
+
+        half: dict[int, np.ndarray] = {}
+
+        def mu_mean(stag: frozenset[int]) -> np.ndarray:  # a new array
+            # The first axis's mean is shared (3D: Hy's and Hz's both start with z).
+            axes = sorted(stag)
+            if len(axes) < 2:
+                return scaled(mu, stag, MU0)
+            if axes[0] not in half:
+                half[axes[0]] = self._mean_next(mu, axes[0])
+            m = half[axes[0]]
+            for d in axes[1:]:
+                m = self._mean_next(m, d)
+            m *= MU0
+            return m
 
         ca, cb, ch = {}, {}, {}
         for name, stag in self.stag.items():
             if name[0] != "e":
-                m = mean(mu, stag)
-                m *= MU0
+                m = mu_mean(stag)  # MU0 mu
                 ch[name] = np.divide(dt, m, out=m)  # dt / (MU0 mu)
                 continue
-            e = mean(eps, stag)
-            e *= EPS0
-            s = mean(sig, stag)
-            s *= dt
+            e = scaled(eps, stag, EPS0)
+            s = scaled(sig, stag, dt)
             s /= e * 2  # mean(sig) dt / (2 e)
             s1 = s + 1
             np.subtract(1, s, out=s)
