@@ -404,31 +404,18 @@ MX_VFNM_MASKS_(1)
     }                                                          \
   } while (0)
 /* The forward's plain rows: the vector rows of their order (TM2D every
- * order, 3D orders 2 and 4). */
+ * order, 3D orders 2 and 4), one MX_VEC_NH_ per order that has them. */
+#define MX_VEC_NH_(kind, n, args)      \
+  if (e->nh == (n)) {                  \
+    SWEEP_FN(mx_v##kind##_##n) args;   \
+    break;                             \
+  }
 #if defined(MX_HAVE_VEC) && SWEEP_NDIM == 3
-#define MX_VEC_FWD_(kind, args)    \
-  if (e->nh == 2) {                \
-    SWEEP_FN(mx_v##kind##_2) args; \
-    break;                         \
-  } else if (e->nh == 1) {         \
-    SWEEP_FN(mx_v##kind##_1) args; \
-    break;                         \
-  }
+#define MX_VEC_FWD_(kind, args) MX_VEC_NH_(kind, 2, args) MX_VEC_NH_(kind, 1, args)
 #elif defined(MX_HAVE_VEC)
-#define MX_VEC_FWD_(kind, args)          \
-  if (e->nh == 2) {                      \
-    SWEEP_FN(mx_v##kind##_2) args;       \
-    break;                               \
-  } else if (e->nh == 4) {               \
-    SWEEP_FN(mx_v##kind##_4) args;       \
-    break;                               \
-  } else if (e->nh == 1) {               \
-    SWEEP_FN(mx_v##kind##_1) args;       \
-    break;                               \
-  } else if (e->nh == 3) {               \
-    SWEEP_FN(mx_v##kind##_3) args;       \
-    break;                               \
-  }
+#define MX_VEC_FWD_(kind, args)                                            \
+  MX_VEC_NH_(kind, 2, args) MX_VEC_NH_(kind, 4, args) MX_VEC_NH_(kind, 1, args) \
+  MX_VEC_NH_(kind, 3, args)
 #endif
 #if defined(MX_HAVE_VEC)
 #define MX_VEC_0(args) MX_VEC_FWD_(0, args)
