@@ -515,16 +515,17 @@ class CompiledStepper:
     def planewise_fields(
         self,
         compute: Callable[[list[np.ndarray], slice], dict[int, tuple[np.ndarray, tuple]]],
-        models: list[np.ndarray] | Callable[[slice], list[np.ndarray]],
+        models: list[np.ndarray],
         slot0: int,
-        *,
-        shape: tuple[int, ...] | None = None,
-        itemsize: int = 0,
+        pad: Callable[[np.ndarray, slice, np.ndarray], np.ndarray],
     ) -> dict[int, np.ndarray]:
         """Return host fields of coefficients times their live masks, computed a slab at a time.
 
-        ``models``: padded NumPy models.  ``compute(slabs, planes)`` maps the
-        models' ``planes`` (a slice of the first axis) to ``{k: (coefficient,
+        ``models``: NumPy models (model shape), padded here a slab at a time
+        into reused buffers by ``pad(model, planes, out)`` (the eager
+        engine's :meth:`~sweep._eager.EagerBase.pad_planes`): no whole padded
+        model, its pass and its fresh pages.  ``compute(slabs, planes)`` maps
+        the padded models' ``planes`` (a slice of the first axis) to ``{k: (coefficient,
         mask)}`` (field slot ``slot0 + k``; the mask as its 0/1 factors per
         axis; one pair object under two keys is one field) with elementwise
         arithmetic and the next node along an axis only.  Each slab comes
@@ -536,20 +537,11 @@ class CompiledStepper:
         then the first axis's dead planes times zero, is the coefficient
         times the mask bit for bit (a product with 1 is exact, with 0 a zero
         of the coefficient's sign either way).
-
-        ``models`` may instead map ``planes`` to the padded models' planes
-        (padded a slab at a time); ``shape`` is then the padded shape and
-        ``itemsize`` the models' item size.
         """
-        if callable(models):
-            slabs_of = models
-            assert shape is not None
-        else:
-            shape = models[0].shape
-            itemsize = models[0].itemsize
-            slabs_of = lambda planes: [m[planes] for m in models]  # noqa: E731
+        shape = tuple(self.geom.padded_shape)
         n0 = shape[0]
-        step = max(_SLAB_PLANES, _SLAB_BYTES // max(math.prod(shape[1:]) * itemsize, 1))
+        step = max(_SLAB_PLANES, _SLAB_BYTES // max(math.prod(shape[1:]) * models[0].itemsize, 1))
+        bufs = [np.empty((min(step + 1, n0), *shape[1:]), m.dtype) for m in models]
         fields: dict[int, np.ndarray] = {}
         alias: dict[int, int] = {}
         inner: dict[int, Any] = {}
@@ -557,7 +549,7 @@ class CompiledStepper:
         for k0 in range(0, n0, step):
             k1 = min(k0 + step, n0)
             planes = slice(k0, min(k1 + 1, n0))
-            part = compute(slabs_of(planes), planes)
+            part = compute([pad(m, planes, b) for m, b in zip(models, bufs, strict=True)], planes)
             if not fields:
                 first: dict[int, int] = {}
                 for k, pair in part.items():
@@ -567,7 +559,7 @@ class CompiledStepper:
                         head, *rest = mask
                         inner[k] = functools.reduce(np.multiply, rest) if rest else None
                         dead[k] = np.flatnonzero(np.asarray(head).reshape(-1) == 0)
-                        fields[k] = self._pitched(tuple(shape), slot0 + k, fill=False)
+                        fields[k] = self._pitched(shape, slot0 + k, fill=False)
             for k, out in fields.items():
                 src, dst = part[k][0][: k1 - k0], out[k0:k1]
                 if inner[k] is None:

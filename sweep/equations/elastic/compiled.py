@@ -472,8 +472,8 @@ class CompiledElastic(CompiledStepper):
                 c = eager.coefficients_padded(*padded, planes, sources=False)
                 return dict(enumerate(_pair_factors(eager, c)))
 
-            models = [eager.pad_model(np.asarray(m)) for m in (vp, vs, rho)]
-            fields = self.planewise_fields(compute, models, 40)
+            models = [np.asarray(m) for m in (vp, vs, rho)]
+            fields = self.planewise_fields(compute, models, 40, eager.pad_planes)
             return [fields[k] for k in range(len(fields))]
         factors = coefficient_factors(eager, vp, vs, rho)
         copies: dict[int, Any] = {}  # a pair repeated (equal moduli) is written once

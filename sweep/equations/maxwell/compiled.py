@@ -215,20 +215,7 @@ class CompiledMaxwell(CompiledElastic):
                 return _slot_factors(eager, c)
 
             models = [np.asarray(m) for m in (epsilon, sigma, mu)]
-            shape = self.geom.padded_shape
-            if any(m.shape != tuple(self.geom.model_shape) for m in models):
-                padded = [eager.pad_model(m) for m in models]
-                return self.planewise_fields(compute, padded, 20)
-            bufs: list[np.ndarray] = []
-
-            def slabs(planes: slice) -> list[np.ndarray]:  # padded here, into reused buffers
-                if not bufs:  # the first slab is the longest
-                    n = planes.stop - planes.start
-                    bufs.extend(np.empty((n, *shape[1:]), m.dtype) for m in models)
-                return [eager.pad_planes(m, planes, b) for m, b in zip(models, bufs, strict=True)]
-
-            itemsize = models[0].itemsize
-            return self.planewise_fields(compute, slabs, 20, shape=shape, itemsize=itemsize)
+            return self.planewise_fields(compute, models, 20, eager.pad_planes)
         factors = coefficient_factors(eager, epsilon, sigma, mu)
         return {k: self.masked_field(c, m, 20 + k) for k, (c, m) in factors.items()}
 
