@@ -545,6 +545,7 @@ class CompiledStepper:
         times the mask bit for bit (a product with 1 is exact, with 0 a zero
         of the coefficient's sign either way).
         """
+        _hostmem.settle_heap()  # the slabs' temporaries stay in the heap
         shape = tuple(self.geom.padded_shape)
         n0 = shape[0]
         step = max(_SLAB_PLANES, _SLAB_BYTES // max(math.prod(shape[1:]) * models[0].itemsize, 1))

@@ -330,6 +330,45 @@ def _zero_resident(out: np.ndarray, threads: int = 1) -> None:
             pages[first:last] = 0
 
 
+# glibc's dynamic mmap threshold is raised to the size of a mapped block freed
+# (up to 32 MiB on 64-bit), its heap trim threshold to twice that (mallopt(3)).
+_HEAP_BLOCK = 16 << 20
+_heap_settled: list[bool] = []
+
+
+def settle_heap() -> None:
+    """Raise glibc's heap trim threshold to 32 MiB, once per process (elsewhere nothing).
+
+    A compiled call's host set-up makes NumPy temporaries of a few MB a slab
+    of planes (:meth:`~sweep._compiled.CompiledStepper.planewise_fields`),
+    freed at its end.  glibc gives the top of its heap back to the kernel
+    once more than its trim threshold is free there (2 x 128 KiB until the
+    process frees a larger mapped block), so each next slab faulted its
+    pages in again: 3D Maxwell 80^3 + CPML, order 4, one thread, ~11,700
+    faults and 32 ms of coefficients in some processes against ~600 and
+    15 ms in others, as the heap's layout fell (benchmarks/README.md).  A
+    16 MiB block mapped and freed raises the threshold the way any NumPy
+    program's first large temporary does (mallopt(3): the dynamic mmap
+    threshold): arrays up to 16 MiB then come from the heap, and up to 32 MiB
+    free at its top stays there.  Nothing is touched (no page faulted in).
+    """
+    if _heap_settled:
+        return
+    _heap_settled.append(True)
+    try:
+        libc = ctypes.CDLL(None)
+        if not hasattr(libc, "gnu_get_libc_version"):
+            return  # another C library: its own policy
+        libc.malloc.restype = ctypes.c_void_p
+        libc.malloc.argtypes = [ctypes.c_size_t]
+        libc.free.argtypes = [ctypes.c_void_p]
+        block = libc.malloc(_HEAP_BLOCK)
+        if block:
+            libc.free(block)
+    except (AttributeError, OSError):
+        pass
+
+
 _zeroing: list[Any] = []
 
 
