@@ -412,3 +412,11 @@ def test_the_kernels_helper_writes_only_resident_pages_with_data():
     assert pages[2, 7] == 3 and np.count_nonzero(pages) == 1
     with pytest.raises(ValueError):
         _C.zero_written_pages(base, 100, resident, 1)
+
+
+def test_settling_the_heap_is_harmless_and_once():
+    _hostmem.settle_heap()
+    _hostmem.settle_heap()
+    assert _hostmem._heap_settled == [True]
+    x = np.ones(3 << 20, np.float32)  # 12 MB: from the heap now, still an ordinary array
+    assert float(x.sum()) == 3 << 20
