@@ -306,6 +306,11 @@ class CompiledStepper:
         self.n_threads = int(n_threads or (1 if small else config.get("n_threads")))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
 
+    @functools.cached_property
+    def host_threads(self) -> int:
+        """OpenMP threads of this call's host helpers (``_hostmem.zeros``): the kernels' count."""
+        return self.n_threads or _max_threads()
+
     @property
     def fields(self) -> np.dtype:
         """The pointer record of this equation's kernels (``sweep._params.KERNEL_FIELDS``)."""
@@ -449,7 +454,9 @@ class CompiledStepper:
         """
         if self.xp is np:
             phase = None if slot is None else _hostmem.field_phase(slot, self._row_lead())
-            return _hostmem.zeros(shape, self.dtype, phase=phase, fill=fill)
+            return _hostmem.zeros(
+                shape, self.dtype, phase=phase, fill=fill, threads=self.host_threads
+            )
         return self.xp.zeros(shape, dtype=self.dtype)
 
     def _row_lead(self) -> int:
@@ -538,6 +545,7 @@ class CompiledStepper:
         times the mask bit for bit (a product with 1 is exact, with 0 a zero
         of the coefficient's sign either way).
         """
+        _hostmem.settle_heap()  # the slabs' temporaries stay in the heap
         shape = tuple(self.geom.padded_shape)
         n0 = shape[0]
         step = max(_SLAB_PLANES, _SLAB_BYTES // max(math.prod(shape[1:]) * models[0].itemsize, 1))

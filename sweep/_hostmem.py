@@ -227,7 +227,12 @@ def write_fresh(
 
 
 def zeros(
-    shape: tuple[int, ...], dtype: Any, phase: int | None = None, *, fill: bool = True
+    shape: tuple[int, ...],
+    dtype: Any,
+    phase: int | None = None,
+    *,
+    fill: bool = True,
+    threads: int = 1,
 ) -> np.ndarray:
     """Return a zero-filled host array, on huge pages when it is large.
 
@@ -254,7 +259,7 @@ def zeros(
     # Any phase fits a mapping one page longer, so every field of a shape shares one size.
     out, reused = _cached(_fields, nbytes + _PAGE, shape, dtype, pad)
     if reused and fill:
-        _zero_resident(out)
+        _zero_resident(out, threads)
     return out
 
 
@@ -276,7 +281,7 @@ def _libc_calls() -> tuple[Any, Any] | None:
     return _libc[0]
 
 
-def _zero_resident(out: np.ndarray) -> None:
+def _zero_resident(out: np.ndarray, threads: int = 1) -> None:
     """Zero ``out`` (C-contiguous, over a cached mapping), writing only pages that hold data.
 
     Pages that the mapping's last user never touched are not resident, and
@@ -291,6 +296,11 @@ def _zero_resident(out: np.ndarray) -> None:
     zeros, also where they were swapped out).  The whole pages at either end
     belong to the same mapping (:func:`zeros` gives each field a page more),
     so they are zeroed whole.  Where the calls fail, all of ``out`` is filled.
+    The resident pages are read and, where they hold data, written by
+    ``sweep._C.zero_written_pages`` on ``threads`` OpenMP threads, each page
+    while it is in the caches (NumPy, where the kernels are not built: an
+    ``any`` per run of resident pages, then the writes, on one thread; 3D
+    Maxwell forward, 18 fields: 8.3 -> 3.9 ms a call, benchmarks/README.md).
     """
     calls = _libc_calls()
     addr = out.ctypes.data
@@ -303,17 +313,75 @@ def _zero_resident(out: np.ndarray) -> None:
     pages = np.ctypeslib.as_array((ctypes.c_uint64 * (npages * _PAGE // 8)).from_address(base))
     pages = pages.reshape(npages, _PAGE // 8)
     resident = (vec & 1).astype(bool)
-    # Which resident pages hold data, run by run (only resident pages are
-    # read), then one pass over the runs of those: a run of NumPy calls per
-    # resident run cost ~4 ms a 3D Maxwell call (18 fields, ~26 runs each).
-    written = np.zeros(npages, dtype=bool)
-    for first, last in _runs(resident):
-        pages[first:last].any(axis=1, out=written[first:last])
-    for first, last in _runs(written):
-        pages[first:last] = 0
+    compiled = _compiled_zeroing()
+    if compiled is not None:
+        compiled(base, _PAGE, vec, threads)
+    else:
+        # Which resident pages hold data, run by run (only resident pages are
+        # read), then one pass over the runs of those: a run of NumPy calls per
+        # resident run cost ~4 ms a 3D Maxwell call (18 fields, ~26 runs each).
+        written = np.zeros(npages, dtype=bool)
+        for first, last in _runs(resident):
+            pages[first:last].any(axis=1, out=written[first:last])
+        for first, last in _runs(written):
+            pages[first:last] = 0
     for first, last in _runs(~resident):
         if calls[1](base + first * _PAGE, (last - first) * _PAGE, mmap.MADV_DONTNEED) != 0:
             pages[first:last] = 0
+
+
+# glibc's dynamic mmap threshold is raised to the size of a mapped block freed
+# (up to 32 MiB on 64-bit), its heap trim threshold to twice that (mallopt(3)).
+_HEAP_BLOCK = 16 << 20
+_heap_settled: list[bool] = []
+
+
+def settle_heap() -> None:
+    """Raise glibc's heap trim threshold to 32 MiB, once per process (elsewhere nothing).
+
+    A compiled call's host set-up makes NumPy temporaries of a few MB a slab
+    of planes (:meth:`~sweep._compiled.CompiledStepper.planewise_fields`),
+    freed at its end.  glibc gives the top of its heap back to the kernel
+    once more than its trim threshold is free there (2 x 128 KiB until the
+    process frees a larger mapped block), so each next slab faulted its
+    pages in again: 3D Maxwell 80^3 + CPML, order 4, one thread, ~11,700
+    faults and 32 ms of coefficients in some processes against ~600 and
+    15 ms in others, as the heap's layout fell (benchmarks/README.md).  A
+    16 MiB block mapped and freed raises the threshold the way any NumPy
+    program's first large temporary does (mallopt(3): the dynamic mmap
+    threshold): arrays up to 16 MiB then come from the heap, and up to 32 MiB
+    free at its top stays there.  Nothing is touched (no page faulted in).
+    """
+    if _heap_settled:
+        return
+    _heap_settled.append(True)
+    try:
+        libc = ctypes.CDLL(None)
+        if not hasattr(libc, "gnu_get_libc_version"):
+            return  # another C library: its own policy
+        libc.malloc.restype = ctypes.c_void_p
+        libc.malloc.argtypes = [ctypes.c_size_t]
+        libc.free.argtypes = [ctypes.c_void_p]
+        block = libc.malloc(_HEAP_BLOCK)
+        if block:
+            libc.free(block)
+    except (AttributeError, OSError):
+        pass
+
+
+_zeroing: list[Any] = []
+
+
+def _compiled_zeroing() -> Any:
+    """``sweep._C.zero_written_pages`` (None without the compiled kernels)."""
+    if not _zeroing:
+        try:
+            from . import _C
+
+            _zeroing.append(_C.zero_written_pages)
+        except (ImportError, AttributeError):
+            _zeroing.append(None)
+    return _zeroing[0]
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:

@@ -41,6 +41,11 @@ cdef extern from "cpu_dispatch.h" nogil:
     int sweep_openmp_enabled()
 
 
+cdef extern from "host_pages.h" nogil:
+    long long sweep_zero_written_pages(char *base, long long npages, long long page,
+                                       const unsigned char *resident, int n_threads)
+
+
 cdef extern from "bf16_cpu.h" nogil:
     void sweep_to_bf16(const unsigned int *src, unsigned short *dst, long long n)
     void sweep_from_bf16(const unsigned short *src, unsigned int *dst, long long n)
@@ -237,3 +242,21 @@ def from_bf16_into(const unsigned short[::1] src, unsigned int[::1] dst):
     with nogil:
         sweep_from_bf16(&src[0] if src.shape[0] else NULL, &dst[0] if dst.shape[0] else NULL,
                         src.shape[0])
+
+
+def zero_written_pages(size_t base, long long page, const unsigned char[::1] resident,
+                       int n_threads=1):
+    """Zero the pages at ``base`` (``page`` bytes each) marked resident that hold data.
+
+    ``resident``: one byte per page, as ``mincore`` fills it (bit 0: resident).
+    The caller owns the ``len(resident)`` pages from ``base``
+    (``sweep._hostmem._zero_resident``).  Returns how many pages were written.
+    """
+    if page <= 0 or page % 64:
+        raise ValueError(f"zero_written_pages: page of {page} bytes")
+    cdef long long n = resident.shape[0]
+    cdef long long written = 0
+    if n:
+        with nogil:
+            written = sweep_zero_written_pages(<char *>base, n, page, &resident[0], n_threads)
+    return written

@@ -375,3 +375,48 @@ def test_scratch_arrays_reuse_their_mappings_apart_from_fields(empty_cache):
     del b
     assert _hostmem.cached_bytes() == 0
     _hostmem.keep_scratch(True)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reused_field_is_zeroed_by_the_kernels_helper_and_numpy_alike(
+    empty_cache, monkeypatch, compiled, threads
+):
+    """``_zero_resident`` on ``sweep._C`` (OpenMP) or NumPy: zero, no page faulted in."""
+    if not compiled:
+        monkeypatch.setattr(_hostmem, "_zeroing", [None])
+    shape = (2, 700, 1000)  # 5.6 MB
+    a = _hostmem.zeros(shape, np.float32, phase=1088)
+    address = a.ctypes.data
+    a[0, 10:200] = 2.0
+    a[1, 300:301] = -0.0  # a page holding only a negative zero is written too
+    a[1, -1, -1] = 1.0
+    resident = _resident_pages(a)
+    del a
+    a = _hostmem.zeros(shape, np.float32, phase=1088, threads=threads)
+    assert a.ctypes.data == address
+    if not _hostmem._huge_pages_pay():
+        assert _resident_pages(a) <= resident
+    assert not a.view(np.uint32).any()  # no -0.0 left either
+
+
+def test_the_kernels_helper_writes_only_resident_pages_with_data():
+    from sweep import _C
+
+    pages = np.zeros((6, 512), np.uint64)
+    pages[[1, 2, 4], 7] = 3
+    base = pages.ctypes.data
+    assert base % 8 == 0
+    resident = np.array([1, 1, 0, 1, 1, 1], np.uint8)  # page 2 "not resident": left alone
+    assert _C.zero_written_pages(base, 4096, resident, 2) == 2
+    assert pages[2, 7] == 3 and np.count_nonzero(pages) == 1
+    with pytest.raises(ValueError):
+        _C.zero_written_pages(base, 100, resident, 1)
+
+
+def test_settling_the_heap_is_harmless_and_once():
+    _hostmem.settle_heap()
+    _hostmem.settle_heap()
+    assert _hostmem._heap_settled == [True]
+    x = np.ones(3 << 20, np.float32)  # 12 MB: from the heap now, still an ordinary array
+    assert float(x.sum()) == 3 << 20
