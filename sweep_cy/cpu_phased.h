@@ -205,23 +205,14 @@ static void SWEEP_FN(bs_reverse)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
  * points of the step).  SWEEP_EQ_TBLOCK_PREP(p, f): the plug-in's lists of
  * the points by plane (malloc'd; NULL: not blocked, points off the updated
  * rows).  Passes never cross the call (a callback chunk).
- * SWEEP_EQ_TBLOCK_STEPS(p, h): steps per pass (1: not blocked).
- * Order 2 (h 1): Q = 0, phase 1 of each row right after phase 0 of the same
- * row (phase 0 at (z, y) reads phase 1's rows y, y + 1 of planes z, z + 1,
- * phase 1 at (z, y) phase 0's rows y - 1, y of planes z - 1, z), so phase 1
- * finds in the L1 the rows that phase 0 just read and wrote; a thread's
- * first row of phase 1 (which reads the other thread's row y - 1 of phase 0,
- * and that row reads it) waits for the next iteration, after the barrier,
- * which also puts every read of a plane of another step (P = 3) after the
- * plane's deferred row. */
+ * SWEEP_EQ_TBLOCK_STEPS(p, h): steps per pass (1: not blocked). */
 #define SWEEP_TB_ROWS_(z, k)                                                               \
   for (sweep_int y = y0; y < y1; ++y) SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, z, y, k)
 static void SWEEP_FN(tb_forward)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
                                  sweep_int t0, sweep_int n_steps, int n_threads, sweep_int T,
                                  void *lists) {
   const sweep_int h = SWEEP_H, ss = p->shot_stride;
-  const int row_lag0 = h == 1;
-  const sweep_int Q = row_lag0 ? 0 : h, P = 2 * h + 1, lo = h, hi = p->shape[0] - h;
+  const sweep_int Q = h, P = 2 * h + 1, lo = h, hi = p->shape[0] - h;
   SWEEP_EQ_MODEL(f);
   const SWEEP_R *pa[3], *pb[3];
   SWEEP_FN(pml_profiles)(f, pa, pb);
@@ -232,8 +223,6 @@ static void SWEEP_FN(tb_forward)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
     const int tid = sweep_thread_num(), nth = sweep_num_threads();
     const sweep_int ny = p->shape[1] - 2 * h;
     const sweep_int y0 = h + ny * tid / nth, y1 = h + ny * (tid + 1) / nth;
-    /* Order 2: the row of phase 1 deferred to the next iteration (-1: none). */
-    const sweep_int yd = row_lag0 && y0 > h && y0 < y1 ? y0 : -1;
     for (sweep_int shot = 0; shot < p->n_shots; ++shot) {
       const sweep_int off = shot * ss;
       SWEEP_EQ_FWD_SHOT(f, off);
@@ -241,29 +230,10 @@ static void SWEEP_FN(tb_forward)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
         const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
 #pragma omp single
         SWEEP_EQ_FWD_POINTS(p, f, 0, shot, off, tb);
-        for (sweep_int i = lo; i < hi + Q + (nb - 1) * P + row_lag0; ++i) {
-          if (yd >= 0)
-            for (sweep_int s = 0; s < nb; ++s) {
-              const sweep_int z = i - 1 - s * P;
-              if (z < lo) break;
-              if (z < hi) {
-                SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, z, yd, 1);
-                SWEEP_EQ_TBLOCK_POINTS(p, f, lists, shot, off, z, yd, tb + s, s + 1 < nb);
-              }
-            }
+        for (sweep_int i = lo; i < hi + Q + (nb - 1) * P; ++i) {
           for (sweep_int s = 0; s < nb; ++s) {
             const sweep_int zh = i - s * P, ze = zh - Q;
             if (zh < lo) break;
-            if (row_lag0) {
-              if (zh < hi)
-                for (sweep_int y = y0; y < y1; ++y) {
-                  SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, zh, y, 0);
-                  if (y == yd) continue;
-                  SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, zh, y, 1);
-                  SWEEP_EQ_TBLOCK_POINTS(p, f, lists, shot, off, zh, y, tb + s, s + 1 < nb);
-                }
-              continue;
-            }
             if (zh < hi) SWEEP_TB_ROWS_(zh, 0);
             if (ze >= lo && ze < hi)
               for (sweep_int y = y0; y < y1; ++y) {

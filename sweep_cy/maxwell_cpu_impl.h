@@ -747,23 +747,14 @@ static inline void SWEEP_FN(mx_tb_points)(const sweep_acoustic_params *p,
  * steps; 1: not blocked), else as many as keep the pass's window of planes
  * (Q + (T - 1) P + 1 updated, h more each side) of the 6 fields and 9
  * coefficients within SWEEP_MX_TB_BYTES (mx3d-o4, 104^2 planes: T = 5 .. 8
- * the same, 0.52 s against 0.56 s at T = 4; T >= 12 slower), at most 8.
- * Order 2 (h 1) within SWEEP_MX_TB_BYTES_O2: its rows do less arithmetic
- * per byte, so a window that spills the L3 (shared with the rest of the
- * CCX) costs it more (mx3d-o2, 118 x 134 planes, best of 4 warm calls per
- * process, 5-7 processes each in 3 quiet windows: T = 4, 5 0.36-0.42 s,
- * T = 7 (the 20 MB window's) 0.35-0.48 s, T = 10 .. 28 0.48-0.57 s). */
+ * the same, 0.52 s against 0.56 s at T = 4; T >= 12 slower), at most 8. */
 #ifndef SWEEP_MX_TB_BYTES
 #define SWEEP_MX_TB_BYTES (20 << 20)
-#endif
-#ifndef SWEEP_MX_TB_BYTES_O2
-#define SWEEP_MX_TB_BYTES_O2 (14 << 20)
 #endif
 static sweep_int SWEEP_FN(mx_tb_steps)(const sweep_acoustic_params *p, sweep_int h) {
   if (p->block_steps > 0) return p->block_steps;
   const double plane = (double)p->shape[1] * p->shape[2] * sizeof(SWEEP_R) * 15;
-  const double bytes = h == 1 ? SWEEP_MX_TB_BYTES_O2 : SWEEP_MX_TB_BYTES;
-  const double w = bytes / plane - 3 * h - 1;
+  const double w = SWEEP_MX_TB_BYTES / plane - 3 * h - 1;
   const sweep_int T = w > 0 ? 1 + (sweep_int)(w / (2 * h + 1)) : 1;
   return T > 8 ? 8 : T;
 }
