@@ -238,22 +238,10 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
   SWEEP_R w[STAG_MAX_H];
   for (int k = 0; k < STAG_MAX_H; ++k) w[k] = k < e->nh ? e->ws[k] : 0;
   const SWEEP_R rdx[3] = {MX_ND == 3 ? e->rdx[0] : 0, e->rdx[1], e->rdx[2]};
-  /* The pointers one at a time through a register (MX_OPAQUE_): GCC copied
-   * them as 64-byte vectors to the stack and reloaded them one by one, and
-   * those loads waited on the vector stores (store-to-load forwarding; in
-   * the one-vector x segments ~20 % of the samples on the next
-   * instruction). */
-#define MX_OPAQUE_(v) __asm__("" : "+r"(v))
   SWEEP_R *f[6];
   const SWEEP_R *c[9];
-  for (int k = 0; k < 6; ++k) {
-    f[k] = e->f[k];
-    MX_OPAQUE_(f[k]);
-  }
-  for (int k = 0; k < 9; ++k) {
-    c[k] = e->c[k];
-    MX_OPAQUE_(c[k]);
-  }
+  for (int k = 0; k < 6; ++k) f[k] = e->f[k];
+  for (int k = 0; k < 9; ++k) c[k] = e->c[k];
   /* The C-PML profiles (phase H's derivatives forward: the half nodes'):
    * along z one value for the plane, along y one for the row, along x one
    * per cell. */
@@ -266,11 +254,7 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
   SWEEP_R *mp[6][3] = {{0}};
   if (mask)
     for (int k = 0; k < 6; ++k)
-      for (int d = MX_A0; d < 3; ++d) {
-        mp[k][d] = e->m[k][d];
-        MX_OPAQUE_(mp[k][d]);
-      }
-#undef MX_OPAQUE_
+      for (int d = MX_A0; d < 3; ++d) mp[k][d] = e->m[k][d];
   /* The fields read along x, a window each (MX_XW_): in TM2D Ey in phase
    * H, Hz in phase E; in 3D Ey, Ez and Hy, Hz. */
   const SWEEP_R *rx0 = MX_XW_(kind, 0) ? MX_XF_(kind, 0) : NULL;
