@@ -173,7 +173,7 @@ MX_FWD_CPML_(1)
 #define MX_VN (MX_VB_ / SWEEP_REAL_BYTES)
 /* Software prefetch distance of the 3D vector rows, cells (0: none). */
 #ifndef MX_PF_DIST
-#define MX_PF_DIST 64
+#define MX_PF_DIST 128
 #endif
 #if MX_VB_ / SWEEP_REAL_BYTES >= STAG_MAX_H
 #define MX_HAVE_VEC 1
