@@ -171,7 +171,7 @@ MX_FWD_CPML_(1)
 #define MX_VB_ 16
 #endif
 #define MX_VN (MX_VB_ / SWEEP_REAL_BYTES)
-/* Software prefetch distance of the 3D vector rows, cells (0: none). */
+/* Software prefetch distance of the vector rows (mx_vcells), cells (0: none). */
 #ifndef MX_PF_DIST
 #define MX_PF_DIST 128
 #endif
@@ -279,19 +279,24 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
     const unsigned k = x + MX_VN <= x1 ? (1u << MX_VN) - 1 : (1u << (x1 - x)) - 1;
     (void)k;
 #if MX_PF_DIST > 0
-    if (MX_ND == 3) {
+    {
       /* Every stream of the row MX_PF_DIST cells ahead: the updated field
        * (for writing), the coefficients, the other field's row (own plane,
-       * next row in y for phase H) and its plane in z (z + 1 for H, z - 1
-       * for E). */
-      const sweep_int j = i + MX_PF_DIST, dz = kind ? -sb[0] : sb[0];
+       * next row in y for phase H) and in 3D its plane in z (z + 1 for H,
+       * z - 1 for E); TM2D's absent components skipped (o4 f64 kernels
+       * 0.056-0.059 -> 0.051 s, f32 and o8 f64 unchanged). */
+      const sweep_int j = i + MX_PF_DIST, dz = MX_ND == 3 ? (kind ? -sb[0] : sb[0]) : 0;
       SWEEP_UNROLL
       for (int a = 0; a < 3; ++a) {
-        __builtin_prefetch(f[kind ? MX_EF(a) : MX_HF(a)] + j, 1, 3);
-        const SWEEP_R *o = f[kind ? MX_HF(a) : MX_EF(a)] + j;
-        __builtin_prefetch(o, 0, 3);
-        __builtin_prefetch(o + dz, 0, 3);
-        if (!kind) __builtin_prefetch(o + sz, 0, 3);
+        const int upd = kind ? MX_HAS_E(a) : MX_HAS_H(a);
+        if (upd) __builtin_prefetch(f[kind ? MX_EF(a) : MX_HF(a)] + j, 1, 3);
+        if (kind ? MX_HAS_H(a) : MX_HAS_E(a)) {
+          const SWEEP_R *o = f[kind ? MX_HF(a) : MX_EF(a)] + j;
+          __builtin_prefetch(o, 0, 3);
+          if (MX_ND == 3) __builtin_prefetch(o + dz, 0, 3);
+          if (!kind) __builtin_prefetch(o + sz, 0, 3);
+        }
+        if (!upd) continue;
         if (kind) {
           __builtin_prefetch(c[MX_CA(a)] + j, 0, 3);
           __builtin_prefetch(c[MX_CB(a)] + j, 0, 3);
