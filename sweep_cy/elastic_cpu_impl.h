@@ -232,7 +232,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
  * scalars), so the results are bitwise the same; the remainder of a row
  * (fewer than a vector) runs the point functions.  This cut the
  * instructions (an o8 V output: 71, 8 stack loads) but not the time: the
- * rows wait on memory (el_prefetch_ahead, below, is what paid;
+ * rows wait on memory (their in-row prefetches, EL_PF_DIST, are what paid;
  * benchmarks/README.md). */
 #if SWEEP_NDIM == 3 && defined(__GNUC__) && !defined(__clang__)
 #define EL_XVEC 1
@@ -245,6 +245,20 @@ typedef SWEEP_R SWEEP_FN(el_uv) __attribute__((vector_size(32), aligned(sizeof(S
 #define EL_TB(t, d, m) \
   ((d) == 2 ? (sweep_int)((m) * (sweep_int)sizeof(SWEEP_R)) : SWEEP_TAP_BYTES(t, d, m))
 #define EL_VTAP(ptr, t, d, m) EL_VLD((const char *)(ptr) + EL_TB(t, d, m))
+
+/* Software prefetch distance of the 3D forward's vector rows, cells (0:
+ * none): at each vector every stream of the row EL_PF_DIST cells ahead, the
+ * updated fields for writing, the coefficients, the fields read at their
+ * leading taps along z and y (the planes and rows first read there) and
+ * the C-PML memory variables of the row's mask, as mx_vcells
+ * (maxwell_cpu_impl.h).  3D o8 forward's warm call 1.18-1.28 -> 0.92-0.95 s,
+ * o4 0.80-0.83 -> 0.74-0.75 (distances 64 / 192 / 256 slower at o8;
+ * benchmarks/README.md, branch elpf). */
+#ifndef EL_PF_DIST
+#define EL_PF_DIST 128
+#endif
+#define EL_PFW(ptr) __builtin_prefetch((ptr), 1, 3)
+#define EL_PFR(ptr) __builtin_prefetch((ptr), 0, 3)
 
 static inline __attribute__((always_inline)) SWEEP_FN(taps)
     SWEEP_FN(el_taps_of)(const SWEEP_FN(el_ctx_t) * e) {
@@ -309,17 +323,32 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(el_fwd_v_vec)(EL
   V w[4];
   SWEEP_UNROLL
   for (int k = 0; k < 4; ++k) w[k] = (V){0} + e->ws[k < nh ? k : 0];
+  const sweep_int pd = EL_PF_DIST;
   SWEEP_UNROLL
   for (int a = 0; a < EL_ND; ++a) {
     const SWEEP_R *s0 = e->f[EL_S(a, 0)] + base, *s1 = e->f[EL_S(a, 1)] + base;
     const SWEEP_R *s2 = e->f[EL_S(a, 2)] + base, *c = e->c[EL_CB(a)] + base;
     const SWEEP_R r0 = e->rdx[0], r1 = e->rdx[1], r2 = e->rdx[2];
     SWEEP_R *v = e->f[a] + base, *wa = wrow ? wrow + a * pitch : NULL;
+    /* The leading taps along z and y (forward differences of axis a: +nh;
+     * backward: +nh - 1). */
+    const sweep_int lz = (a == 0 ? nh : nh - 1) * e->st[0], ly = (a == 1 ? nh : nh - 1) * e->st[1];
     for (sweep_int x = x0; x < xv; x += EL_VL) {
       SWEEP_FN(taps) t = t0;
       SWEEP_TAPS_HIDE(t);
       V acc = {0};
       const sweep_int i = base + x;
+      if (pd) {
+        const sweep_int j = i + pd;
+        EL_PFW(e->f[a] + j);
+        EL_PFR(e->c[EL_CB(a)] + j);
+        EL_PFR(e->f[EL_S(a, 0)] + j + lz);
+        EL_PFR(e->f[EL_S(a, 1)] + j + ly);
+        EL_PFR(e->f[EL_S(a, 2)] + j);
+        SWEEP_UNROLL
+        for (int d = 0; d < 3; ++d)
+          if (mask & (1 << d)) EL_PFW(e->m[EL_S(a, d)][d] + j);
+      }
       acc += SWEEP_FN(el_vstretch)(e, mask, 0, a == 0, z, e->m[EL_S(a, 0)][0] + i,
                                    SWEEP_FN(el_vdiff)(s0 + x, t, 0, a == 0, w, nh) * r0);
       acc += SWEEP_FN(el_vstretch)(e, mask, 1, a == 1, y, e->m[EL_S(a, 1)][1] + i,
@@ -343,11 +372,22 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(el_fwd_s_vec)(EL
   const sweep_int pitch = e->n[2], xv = x0 + (x1 - x0) / EL_VL * EL_VL;
   const SWEEP_FN(taps) t0 = SWEEP_FN(el_taps_of)(e);
   const SWEEP_R r0 = e->rdx[0], r1 = e->rdx[1], r2 = e->rdx[2];
+  const sweep_int pd = EL_PF_DIST;
   {
     V wz[4], wy[4];
     SWEEP_FN(el_vweights)(e, 0, 0, z, nh, wz);
     SWEEP_FN(el_vweights)(e, 1, 0, y, nh, wy);
     const SWEEP_R *v0 = e->f[0] + base, *v1 = e->f[1] + base, *v2 = e->f[2] + base;
+    /* The distinct coefficients of the normal stresses (isotropic: 2). */
+    const SWEEP_R *cp[EL_ND * EL_ND];
+    int ncp = 0;
+    for (int k = 0; k < EL_ND * EL_ND; ++k) {
+      const SWEEP_R *q = e->c[EL_ND + k];
+      int dup = 0;
+      for (int u = 0; u < ncp; ++u) dup |= cp[u] == q;
+      if (!dup) cp[ncp++] = q;
+    }
+    const sweep_int lz = (nh - 1) * e->st[0], ly = (nh - 1) * e->st[1];
     for (sweep_int x = x0; x < xv; x += EL_VL) {
       SWEEP_FN(taps) t = t0;
       SWEEP_TAPS_HIDE(t);
@@ -355,6 +395,18 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(el_fwd_s_vec)(EL
       SWEEP_FN(el_vweights)(e, 2, 0, x, nh, wx);
       V D[3];
       const sweep_int i = base + x;
+      if (pd) {
+        const sweep_int j = i + pd;
+        EL_PFR(e->f[0] + j + lz);
+        EL_PFR(e->f[1] + j + ly);
+        EL_PFR(e->f[2] + j);
+        for (int u = 0; u < ncp; ++u) EL_PFR(cp[u] + j);
+        SWEEP_UNROLL
+        for (int a = 0; a < EL_ND; ++a) EL_PFW(e->f[EL_ND + a] + j);
+        SWEEP_UNROLL
+        for (int d = 0; d < 3; ++d)
+          if (mask & (1 << d)) EL_PFW(e->m[d][d] + j);
+      }
       D[0] = SWEEP_FN(el_vstretch)(e, mask, 0, 0, z, e->m[0][0] + i,
                                    SWEEP_FN(el_vdiff)(v0 + x, t, 0, 0, wz, nh) * r0);
       D[1] = SWEEP_FN(el_vstretch)(e, mask, 1, 0, y, e->m[1][1] + i,
@@ -385,11 +437,23 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(el_fwd_s_vec)(EL
       const SWEEP_R rb = e->rdx[b], ra = e->rdx[a];
       SWEEP_R *s = e->f[EL_S(a, b)] + base;
       SWEEP_R *ws = wrow ? wrow + (2 * EL_ND + EL_PAIR(a, b)) * pitch : NULL;
+      /* Forward differences: the leading taps nh strides on (v_a along b,
+       * v_b along a). */
+      const sweep_int lb = b == 2 ? 0 : nh * e->st[b], la = nh * e->st[a];
       for (sweep_int x = x0; x < xv; x += EL_VL) {
         SWEEP_FN(taps) t = t0;
         SWEEP_TAPS_HIDE(t);
         if (b == 2) SWEEP_FN(el_vweights)(e, 2, 1, x, nh, wb);
         const sweep_int i = base + x;
+        if (pd) {
+          const sweep_int j = i + pd;
+          EL_PFW(e->f[EL_S(a, b)] + j);
+          EL_PFR(e->c[EL_CMU(a, b)] + j);
+          EL_PFR(e->f[a] + j + lb);
+          EL_PFR(e->f[b] + j + la);
+          if (mask & (1 << b)) EL_PFW(e->m[a][b] + j);
+          if (mask & (1 << a)) EL_PFW(e->m[b][a] + j);
+        }
         const V dab = SWEEP_FN(el_vstretch)(e, mask, b, 1, b == 2 ? x : cb, e->m[a][b] + i,
                                             SWEEP_FN(el_vdiff)(va + x, t, b, 1, wb, nh) * rb);
         const V dba = SWEEP_FN(el_vstretch)(e, mask, a, 1, ca, e->m[b][a] + i,
@@ -533,6 +597,12 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_psi)(
  * rows on).  perf of the 3D o8 plain rows: ~40 % of their samples sat on
  * the loads of the coefficient and of the updated field. */
 #define EL_PF_ROWS 2
+/* Off since the vector rows prefetch their own streams (EL_PF_DIST): with
+ * both, the 3D o8 forward's warm call 1.11-1.14 s, without the burst
+ * 0.92-0.99 (benchmarks/README.md, branch elpf). */
+#ifndef EL_PF_AHEAD
+#define EL_PF_AHEAD 0
+#endif
 static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_ahead)(
     const sweep_acoustic_params *p, const SWEEP_FN(el_ctx_t) * e, const int kind,
     sweep_int base) {
@@ -629,7 +699,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
   EL_ROW(xl, xh, m);                                                         \
   EL_ROW(xh, x_end, (m) | 4)
 #if EL_XVEC
-  if (fwd) SWEEP_FN(el_prefetch_ahead)(p, e, kind, base);
+  if (fwd && EL_PF_AHEAD) SWEEP_FN(el_prefetch_ahead)(p, e, kind, base);
 #endif
   if (outer) {
 #if SWEEP_NDIM == 3
