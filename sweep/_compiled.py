@@ -306,9 +306,9 @@ class CompiledStepper:
         self.n_threads = int(n_threads or (1 if small else config.get("n_threads")))
         self.axes = [3 - geom.ndim + d for d in range(geom.ndim)]
 
-    @functools.cached_property
-    def host_threads(self) -> int:
-        """OpenMP threads of this call's host helpers (``_hostmem.zeros``): the kernels' count."""
+    @property
+    def threads(self) -> int:
+        """The kernels' OpenMP threads (``n_threads``, 0 resolved to all); the host helpers' too."""
         return self.n_threads or _max_threads()
 
     @property
@@ -454,9 +454,7 @@ class CompiledStepper:
         """
         if self.xp is np:
             phase = None if slot is None else _hostmem.field_phase(slot, self._row_lead())
-            return _hostmem.zeros(
-                shape, self.dtype, phase=phase, fill=fill, threads=self.host_threads
-            )
+            return _hostmem.zeros(shape, self.dtype, phase=phase, fill=fill, threads=self.threads)
         return self.xp.zeros(shape, dtype=self.dtype)
 
     def _row_lead(self) -> int:
@@ -680,14 +678,14 @@ class CompiledStepper:
             out["params"]["n_rec_groups"] = out["rec_groups"][0].shape[0]
         if xp is np and self.time_blocking:
             steps, group, tile = _blocking.time_blocking(
-                g, self.n_threads or _max_threads(), cell_bytes=self.blocking_cell_bytes
+                g, self.threads, cell_bytes=self.blocking_cell_bytes
             )
             out["params"]["block_steps"] = steps
             out["params"]["block_group"] = group
             out["params"]["block_tile"] = tile
             out["adjoint_blocking"] = _blocking.adjoint_blocking(
                 g,
-                self.n_threads or _max_threads(),
+                self.threads,
                 cell_bytes=self.blocking_cell_bytes,
                 defaults=self.adjoint_blocking,
             )
@@ -806,7 +804,7 @@ class CompiledStepper:
             tuner = _blocking.tuner_for(
                 self.geom,
                 self.dtype.name,
-                self.n_threads or _max_threads(),
+                self.threads,
                 cell_bytes=self.blocking_cell_bytes,
                 stages=self.stages,
             )

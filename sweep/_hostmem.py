@@ -52,6 +52,7 @@ used only after a full-storage gradient's forward (:func:`keep_scratch`).
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import mmap
 import threading
@@ -369,19 +370,14 @@ def settle_heap() -> None:
         pass
 
 
-_zeroing: list[Any] = []
-
-
+@functools.cache
 def _compiled_zeroing() -> Any:
-    """``sweep._C.zero_written_pages`` (None without the compiled kernels)."""
-    if not _zeroing:
-        try:
-            from . import _C
-
-            _zeroing.append(_C.zero_written_pages)
-        except (ImportError, AttributeError):
-            _zeroing.append(None)
-    return _zeroing[0]
+    """``sweep._C.zero_written_pages``, or None without the compiled kernels."""
+    try:
+        from . import _C
+    except ImportError:
+        return None
+    return getattr(_C, "zero_written_pages", None)
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:

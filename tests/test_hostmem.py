@@ -384,7 +384,7 @@ def test_reused_field_is_zeroed_by_the_kernels_helper_and_numpy_alike(
 ):
     """``_zero_resident`` on ``sweep._C`` (OpenMP) or NumPy: zero, no page faulted in."""
     if not compiled:
-        monkeypatch.setattr(_hostmem, "_zeroing", [None])
+        monkeypatch.setattr(_hostmem, "_compiled_zeroing", lambda: None)
     shape = (2, 700, 1000)  # 5.6 MB
     a = _hostmem.zeros(shape, np.float32, phase=1088)
     address = a.ctypes.data
