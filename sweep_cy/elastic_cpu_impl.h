@@ -253,7 +253,9 @@ typedef SWEEP_R SWEEP_FN(el_uv) __attribute__((vector_size(32), aligned(sizeof(S
  * the C-PML memory variables of the row's mask, as mx_vcells
  * (maxwell_cpu_impl.h).  3D o8 forward's warm call 1.18-1.28 -> 0.92-0.95 s,
  * o4 0.80-0.83 -> 0.74-0.75 (distances 64 / 192 / 256 slower at o8;
- * benchmarks/README.md, branch elpf). */
+ * benchmarks/README.md, branch elpf).  They replace a burst of prefetches of
+ * the row two rows on before each row (el_prefetch_ahead), slower with them
+ * (o8 1.11-1.14 s) and removed. */
 #ifndef EL_PF_DIST
 #define EL_PF_DIST 128
 #endif
@@ -590,51 +592,6 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_psi)(
   }
 }
 
-/* Prefetches, before a 3D forward row (z, y) of phase kind (0: V, 1: S),
- * the cells [h, nx - h) of the row EL_PF_ROWS rows on, where the phase
- * first reads from memory: its coefficients and the fields it updates, and (V)
- * the stresses' leading taps (z-tapped ones h planes on, y-tapped ones h
- * rows on).  perf of the 3D o8 plain rows: ~40 % of their samples sat on
- * the loads of the coefficient and of the updated field. */
-#define EL_PF_ROWS 2
-/* Off since the vector rows prefetch their own streams (EL_PF_DIST): with
- * both, the 3D o8 forward's warm call 1.11-1.14 s, without the burst
- * 0.92-0.99 (benchmarks/README.md, branch elpf). */
-#ifndef EL_PF_AHEAD
-#define EL_PF_AHEAD 0
-#endif
-static inline __attribute__((always_inline)) void SWEEP_FN(el_prefetch_ahead)(
-    const sweep_acoustic_params *p, const SWEEP_FN(el_ctx_t) * e, const int kind,
-    sweep_int base) {
-  const sweep_int h = p->halo, s0 = p->stride[0], s1 = p->stride[1];
-  const sweep_int r = base + EL_PF_ROWS * s1, x0 = h, x1 = p->shape[2] - h;
-  const SWEEP_R *seen[EL_NC];
-  int n = 0;
-#define EL_PF_(ptr, rw)                                                   \
-  do {                                                                    \
-    const SWEEP_R *q_ = (ptr);                                            \
-    int dup_ = 0;                                                         \
-    for (int u_ = 0; u_ < n; ++u_) dup_ |= seen[u_] == q_;                \
-    if (!dup_) {                                                          \
-      if (n < EL_NC) seen[n++] = q_;                                      \
-      SWEEP_FN(prefetch_cells)(q_ + r, x0, x1, rw);                       \
-    }                                                                     \
-  } while (0)
-  if (kind == 0) {
-    for (int a = 0; a < EL_ND; ++a) EL_PF_(e->c[EL_CB(a)], 0);
-    for (int a = 0; a < EL_ND; ++a) SWEEP_FN(prefetch_cells)(e->f[a] + r, x0, x1, 1);
-    for (int a = 0; a < EL_ND; ++a) {
-      SWEEP_FN(prefetch_cells)(e->f[EL_S(a, 0)] + r + h * s0, x0, x1, 0);
-      SWEEP_FN(prefetch_cells)(e->f[EL_S(a, 1)] + r + h * s1, x0, x1, 0);
-    }
-    SWEEP_FN(prefetch_cells)(e->f[EL_S(2, 2)] + r, x0, x1, 0);
-  } else {
-    for (int k = EL_ND; k < EL_NC; ++k) EL_PF_(e->c[k], 0);
-    for (int F = EL_ND; F < EL_NF; ++F) SWEEP_FN(prefetch_cells)(e->f[F] + r, x0, x1, 1);
-  }
-#undef EL_PF_
-}
-
 /* Row (z, y) of one shot in one phase: kind 0/1 forward V/S (wr: the row's
  * snapshot values, or NULL), 2/3 adjoint A/B (st: the row's snapshot from
  * its first stored cell, or NULL; vs: its value stride); boundary saving:
@@ -698,9 +655,6 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_row)(
   }                                                                          \
   EL_ROW(xl, xh, m);                                                         \
   EL_ROW(xh, x_end, (m) | 4)
-#if EL_XVEC
-  if (fwd && EL_PF_AHEAD) SWEEP_FN(el_prefetch_ahead)(p, e, kind, base);
-#endif
   if (outer) {
 #if SWEEP_NDIM == 3
     /* A forward row in the strips of one of z, y only (all but the corner
