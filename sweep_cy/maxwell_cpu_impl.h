@@ -81,7 +81,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_cells)(MX_ROW_PARA
  * 7, which stretches the derivatives along every axis: the profiles are
  * zero outside the C-PML of their axis (sweep._grid.cpml_profile), so a
  * stretch there adds exact zeros (psi = 0 psi + 0 D) and its memory
- * variable stays zero.  Mask 7 for every x-strip segment cost the 3D forward
+ * variable stays zero (the 3D forward's vector rows of orders 2 and 4 have
+ * masks 5 and 6 of their own: MX_CPML56_).  Mask 7 for every x-strip segment cost the 3D forward
  * much (the other axes' memory variables, 16 cells of each per row, missed
  * the caches); per-mask functions of masks 5 and 6 too cost compile time.
  * The plain rows (mask 0), where the time goes: one function per kind for
@@ -100,7 +101,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_cells)(MX_ROW_PARA
 #define MX_KIND(kind)                                                                   \
   MX_FN_(kind, 0, 2) MX_FN_(kind, 0, 0) MX_FN_(kind, 1, 0) MX_FN_(kind, 2, 0) MX_FN_(kind, 3, 0) \
   MX_FN_(kind, 4, 0) MX_FN_(kind, 7, 0)
-#define MX_FN_MASK_(m) ((m) > 4 ? 7 : (m))
+#define MX_FN_MASK_(m) (m)
 #endif
 MX_KIND(0)
 MX_KIND(1)
@@ -303,6 +304,17 @@ static inline __attribute__((always_inline)) sweep_int SWEEP_FN(mx_vcells)(MX_RO
         } else {
           __builtin_prefetch(c[MX_CH(a)] + j, 0, 3);
         }
+        /* 3D: the memory variables of the z and y stretches (masks 1-3, 5-7),
+         * for writing: the y strips' are ten rows a plane, too short a run
+         * for the hardware streams (mask 2's rows cost 1.4x a plain row). */
+        if (MX_ND == 3 && (mask & 3)) {
+          SWEEP_UNROLL
+          for (int t = 0; t < 2; ++t) {
+            int b, cc;
+            if (!SWEEP_FN(mx_term)(a, t, &b, &cc) || b == 2 || !(mask & (1 << b))) continue;
+            __builtin_prefetch(mp[kind ? MX_HF(cc) : MX_EF(cc)][b] + j, 1, 3);
+          }
+        }
       }
     }
 #endif
@@ -405,13 +417,20 @@ MX_VFN_(1, 4, mx_k1_m0_0)
 #else
 #define MX_VFNM_ORDERS_(kind, m) \
   MX_VFNM_(kind, m, 1, mx_k##kind##_m##m##_1) MX_VFNM_(kind, m, 2, mx_k##kind##_m##m##_2)
+/* Masks 5 and 6 (the x segments of the z-strip and y-strip rows): vector
+ * rows of their own axes; the cells left over run mask 7's scalar function
+ * (mx_row passes them the scratch row for the third axis). */
+#define MX_VFNM_ORDERS7_(kind, m) \
+  MX_VFNM_(kind, m, 1, mx_k##kind##_m7_1) MX_VFNM_(kind, m, 2, mx_k##kind##_m7_2)
 #define MX_VFNM_MASKS_(kind)                                                               \
   MX_VFN_(kind, 1, mx_k##kind##_m0_1) MX_VFN_(kind, 2, mx_k##kind##_m0_2)                  \
   MX_VFNM_ORDERS_(kind, 1) MX_VFNM_ORDERS_(kind, 2) MX_VFNM_ORDERS_(kind, 3)               \
-  MX_VFNM_ORDERS_(kind, 4) MX_VFNM_ORDERS_(kind, 7)
+  MX_VFNM_ORDERS_(kind, 4) MX_VFNM_ORDERS_(kind, 7) MX_VFNM_ORDERS7_(kind, 5)             \
+  MX_VFNM_ORDERS7_(kind, 6)
 MX_VFNM_MASKS_(0)
 MX_VFNM_MASKS_(1)
 #undef MX_VFNM_MASKS_
+#undef MX_VFNM_ORDERS7_
 #undef MX_VFNM_ORDERS_
 #undef MX_VFNM_
 #endif
@@ -494,6 +513,8 @@ MX_VFNM_MASKS_(1)
   case 2: MX_CPML_##kind(2, args); break;                                 \
   case 3: MX_CPML_##kind(3, args); break;                                 \
   case 4: MX_CPML_##kind(4, args); break;                                 \
+  case 5: MX_CPML56_##kind(5, args); break;                               \
+  case 6: MX_CPML56_##kind(6, args); break;                               \
   default: MX_CPML_##kind(7, args); break;
 /* The C-PML function of mask m: the forward's of a literal order 2 or 4,
  * vector rows (MX_V3_ v) where there are. */
@@ -519,6 +540,28 @@ MX_VFNM_MASKS_(1)
 #define MX_CPML_1(m, args) MX_CPML_FWD_(1, m, args)
 #define MX_CPML_2(m, args) SWEEP_FN(mx_k2_m##m##_0) args
 #define MX_CPML_3(m, args) SWEEP_FN(mx_k3_m##m##_0) args
+#if SWEEP_NDIM == 3
+/* Masks 5 and 6 (one strip axis and x): the forward's vector rows of orders
+ * 2 and 4 stretch those two axes only; else mask 7's function (the third
+ * axis's profiles are zero there: exact zeros added, the same values). */
+#if defined(MX_HAVE_VEC)
+#define MX_CPML56_FWD_(kind, m, args)       \
+  do {                                      \
+    if (e->nh == 2)                         \
+      SWEEP_FN(mx_v##kind##_m##m##_2) args; \
+    else if (e->nh == 1)                    \
+      SWEEP_FN(mx_v##kind##_m##m##_1) args; \
+    else                                    \
+      SWEEP_FN(mx_k##kind##_m7_0) args;     \
+  } while (0)
+#else
+#define MX_CPML56_FWD_(kind, m, args) MX_CPML_FWD_(kind, 7, args)
+#endif
+#define MX_CPML56_0(m, args) MX_CPML56_FWD_(0, m, args)
+#define MX_CPML56_1(m, args) MX_CPML56_FWD_(1, m, args)
+#define MX_CPML56_2(m, args) MX_CPML_2(7, args)
+#define MX_CPML56_3(m, args) MX_CPML_3(7, args)
+#endif
 
 /* Row (z, y) of one shot in one row kind (see mx_cells).  Inlined: not
  * inlined, TM2D's forward took 8 % longer (o4 f32, 440^2). */
@@ -581,8 +624,19 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
    * read and write an exact zero (that axis's profiles are zero on the
    * row).  Their memory variables go to a zeroed scratch row (in L1)
    * instead of their full-grid arrays: the same functions and arithmetic,
-   * the memory traffic of two axes' C-PML terms, not three's (as el_row). */
-  if (fwd && outer && oz != oy) {
+   * the memory traffic of two axes' C-PML terms, not three's (as el_row).
+   * The forward's vector rows of orders 2 and 4 have masks 5 and 6 of their
+   * own (MX_CPML56_), which never touch the third axis: where the x
+   * segments are whole vectors (no cells left to mask 7's scalar function)
+   * the row needs no scratch row. */
+#if defined(MX_HAVE_VEC)
+  const int whole = (e->nh == 1 || e->nh == 2) && p->stride[1] >= MX_VN &&
+                    (x_lo == h || (x_lo - h >= MX_VN && (x_lo - h) % MX_VN == 0)) &&
+                    (x_hi == x_end || (x_end - x_hi >= MX_VN && (x_end - x_hi) % MX_VN == 0));
+#else
+  const int whole = 0;
+#endif
+  if (fwd && outer && oz != oy && !whole) {
     SWEEP_R buf[p->shape[2] + MX_VL] __attribute__((aligned(64)));
     memset(buf, 0, sizeof(buf));
     SWEEP_R *zero = buf + MX_VL - h % MX_VL - base; /* x = h on a vector */
