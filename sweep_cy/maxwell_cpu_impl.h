@@ -409,8 +409,8 @@ MX_VFN_(1, 4, mx_k1_m0_0)
  * three calls: the segments the literal scalar rows mx_k*_m{4,6}_2 (GCC's
  * `omp simd` of 24 cells, its prologue copying the context), the middle
  * mx_v*_2 or mx_k*_m2_2.  The same arithmetic per cell (bitwise): tm2d-fwd-
- * o4-f64 (440^2), the rows' perf samples ~11 % fewer (benchmarks/README.md,
- * tm2dk). */
+ * o4-f64 (440^2), the rows' perf samples 7-12 % fewer, the call 0-4 %
+ * faster (benchmarks/README.md, tm2dk). */
 #define MX_VWROW_(kind, m, mx)                                                              \
   static __attribute__((noinline)) void SWEEP_FN(mx_vw##kind##_m##m)(MX_ROW_PARAMS,        \
                                                                       sweep_int xa,         \
