@@ -414,6 +414,32 @@ MX_VFN_(1, 1, mx_k1_m0_1)
 MX_VFN_(1, 2, mx_k1_m0_2)
 MX_VFN_(1, 3, mx_k1_m0_3)
 MX_VFN_(1, 4, mx_k1_m0_0)
+/* TM2D's forward rows of order 4 (nh 2) with x-CPML segments, each in one
+ * call (mx_row): the segments [x0, xa) and [xb, x1) (mask m | 4) and the
+ * middle [xa, xb) (mask m: 0 a plain row, 2 a y-CPML row) as vector rows,
+ * each one's cells left over by the literal scalar rows.  Before, a row was
+ * three calls: the segments the literal scalar rows mx_k*_m{4,6}_2 (GCC's
+ * `omp simd` of 24 cells, its prologue copying the context), the middle
+ * mx_v*_2 or mx_k*_m2_2.  The same arithmetic per cell (bitwise): tm2d-fwd-
+ * o4-f64 (440^2), the rows' perf samples 7-12 % fewer, the call 0-4 %
+ * faster (benchmarks/README.md, tm2dk). */
+#define MX_VWROW_(kind, m, mx)                                                              \
+  static __attribute__((noinline)) void SWEEP_FN(mx_vw##kind##_m##m)(MX_ROW_PARAMS,        \
+                                                                      sweep_int xa,         \
+                                                                      sweep_int xb) {       \
+    sweep_int xv = SWEEP_FN(mx_vcells)(e, wrow, st, vs, base, z, y, x0, xa, kind, 2, mx);   \
+    if (xv < xa) SWEEP_FN(mx_k##kind##_m##mx##_2)(e, wrow, st, vs, base, z, y, xv, xa);     \
+    xv = SWEEP_FN(mx_vcells)(e, wrow, st, vs, base, z, y, xa, xb, kind, 2, m);              \
+    if (xv < xb) SWEEP_FN(mx_k##kind##_m##m##_2)(e, wrow, st, vs, base, z, y, xv, xb);      \
+    xv = SWEEP_FN(mx_vcells)(e, wrow, st, vs, base, z, y, xb, x1, kind, 2, mx);             \
+    if (xv < x1) SWEEP_FN(mx_k##kind##_m##mx##_2)(e, wrow, st, vs, base, z, y, xv, x1);     \
+  }
+MX_VWROW_(0, 0, 4)
+MX_VWROW_(0, 2, 6)
+MX_VWROW_(1, 0, 4)
+MX_VWROW_(1, 2, 6)
+#undef MX_VWROW_
+#define MX_HAVE_VWROW 1
 #else
 #define MX_VFNM_ORDERS_(kind, m) \
   MX_VFNM_(kind, m, 1, mx_k##kind##_m##m##_1) MX_VFNM_(kind, m, 2, mx_k##kind##_m##m##_2)
@@ -646,6 +672,23 @@ static inline __attribute__((always_inline)) void SWEEP_FN(mx_row)(
     {
       const SWEEP_FN(mx_ctx_t) *const e = &own;
       SWEEP_MASK_SWITCH(outer, MX_SEGMENTS)
+    }
+    return;
+  }
+#endif
+#ifdef MX_HAVE_VWROW
+  /* TM2D order 4 with x-CPML segments: the whole row in one call. */
+  if (fwd && e->nh == 2 && h < x_lo && x_lo < x_hi && x_hi < x_end) {
+    if (kind == 0) {
+      if (outer)
+        SWEEP_FN(mx_vw0_m2)(e, wr, sx, vs, base, z, y, h, x_end, x_lo, x_hi);
+      else
+        SWEEP_FN(mx_vw0_m0)(e, wr, sx, vs, base, z, y, h, x_end, x_lo, x_hi);
+    } else {
+      if (outer)
+        SWEEP_FN(mx_vw1_m2)(e, wr, sx, vs, base, z, y, h, x_end, x_lo, x_hi);
+      else
+        SWEEP_FN(mx_vw1_m0)(e, wr, sx, vs, base, z, y, h, x_end, x_lo, x_hi);
     }
     return;
   }
