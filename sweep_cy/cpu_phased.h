@@ -11,8 +11,9 @@
  * phases backwards, k = SWEEP_EQ_PHASES - 1 .. 0, each as rows, points,
  * ghosts.  Every output element is written by one thread in a fixed order
  * (bitwise independent of the number of threads).  The reach SWEEP_H may be
- * a run-time value (p->halo).  No temporal blocking, but for the fused 3D
- * forward of a plug-in that defines SWEEP_EQ_TBLOCK_POINTS (tb_forward).
+ * a run-time value (p->halo).  No temporal blocking, but for the forward of
+ * a plug-in that defines SWEEP_EQ_TBLOCK_POINTS (tb_forward): the fused 3D
+ * forward, and the 2D forward where SWEEP_EQ_TBLOCK(p, f) says so.
  *
  * Fused steps, where the plug-in defines SWEEP_EQ_FUSE(p, f) and it is true
  * for a call (no boundary saving): one sweep per step instead of one per
@@ -254,6 +255,94 @@ static void SWEEP_FN(tb_forward)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS
 #undef SWEEP_TB_ROWS_
 #endif
 
+#if defined(SWEEP_EQ_TBLOCK_POINTS) && SWEEP_NDIM == 2
+/* Temporal blocking of the 2D forward (where the plug-in defines
+ * SWEEP_EQ_TBLOCK_POINTS and SWEEP_EQ_TBLOCK(p, f) is true for a call that
+ * stores no snapshots): chunks of T steps, each a wavefront over the rows
+ * in y run by one thread, chunk c (of every shot's chunks in order) on
+ * thread c % n_threads.  The rows go in groups of G (from lo = h): iteration
+ * i of a chunk runs, for each step s, phase 0 (H) on group i - s Pg and
+ * phase 1 (E) on the same rows less Q = h, each row's points after its
+ * phase 1, in order on one thread; Pg G >= P = 2 h + 1 rows as tb_forward
+ * (3D) above, so every read sees the time level of the unblocked sweep.  A
+ * chunk reads rows of the chunk before it (another thread) up to h rows
+ * past its phase 0 rows and overwrites rows that chunk's last step reads:
+ * it runs iteration i once the chunk before has finished the iteration
+ * whose last phase 1 rows reach h rows past them (progress counters, no
+ * barrier).  The cells get the same arithmetic as unblocked (bitwise equal
+ * results).  Points: the call's first receivers before its first chunk of
+ * the shot, then after a row's phase 1 of step t its sources of step t and
+ * its receivers of step t + 1 (up to the call's last step).  G: G > 1,
+ * else 2 h + 1 (one row per group, G = 1, ran 8-15 % slower than unblocked
+ * on one thread: a row's neighbours in y no longer came from the L1).
+ * Returns 0 (nothing run) without memory. */
+#define SWEEP_TB2_ROWS_(r0, k, PTS)                                                        \
+  for (sweep_int y = (r0) > lo ? (r0) : lo, ye_ = (r0) + G < hi ? (r0) + G : hi; y < ye_; ++y) { \
+    SWEEP_EQ_FWD_ROW(p, pa, pb, off, NULL, 0, y, k);                                       \
+    PTS;                                                                                   \
+  }
+static int SWEEP_FN(tb_forward)(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f,
+                                sweep_int t0, sweep_int n_steps, int n_threads, sweep_int T,
+                                sweep_int G, void *lists) {
+  const sweep_int h = SWEEP_H, ss = p->shot_stride;
+  const sweep_int Q = h, lo = h, hi = p->shape[1] - h;
+  if (G <= 1) G = 2 * h + 1;
+  const sweep_int Pg = (2 * h + 1 + G - 1) / G;
+  const sweep_int n_chunks = (n_steps + T - 1) / T, n_all = p->n_shots * n_chunks;
+  /* A chunk of nb steps runs iterations [0, n_it(nb)); the next chunk's
+   * iteration i waits for the previous one's i + lead (its last phase 1
+   * rows h past the rows of phase 0's group i). */
+#define SWEEP_TB2_ITS_(nb) ((hi - lo + Q + G - 1) / G + ((nb) - 1) * Pg)
+  const sweep_int full_its = SWEEP_TB2_ITS_(T), lead = (T - 1) * Pg + (h + Q + G - 1) / G + 2;
+  const sweep_int span = full_its + 1; /* progress of chunk c: c * span + iterations done */
+  sweep_progress *done = n_threads > 1 ? sweep_progress_new(n_threads) : NULL;
+  if (n_threads > 1 && !done) {
+    free(lists);
+    return 0;
+  }
+  SWEEP_EQ_MODEL(f);
+  const SWEEP_R *pa[3], *pb[3];
+  SWEEP_FN(pml_profiles)(f, pa, pb);
+#pragma omp parallel num_threads(n_threads)
+  {
+    const unsigned int fp_state = sweep_flush_denormals();
+    SWEEP_EQ_FWD_STATE(f);
+    const int tid = sweep_thread_num(), nth = sweep_num_threads();
+    for (sweep_int c = tid; c < n_all; c += nth) {
+      const sweep_int shot = c / n_chunks, k = c % n_chunks, tb = t0 + k * T;
+      const sweep_int nb = t0 + n_steps - tb < T ? t0 + n_steps - tb : T;
+      const sweep_int off = shot * ss, n_it = SWEEP_TB2_ITS_(nb);
+      /* The chunk before (of the same shot), on the thread before. */
+      sweep_progress *prev = nth > 1 && k ? &done[(tid + nth - 1) % nth] : NULL;
+      SWEEP_EQ_FWD_SHOT(f, off);
+      if (!k) SWEEP_EQ_FWD_POINTS(p, f, 0, shot, off, tb);
+      for (sweep_int i = 0; i < n_it; ++i) {
+        if (prev) {
+          const sweep_int need = i + lead < full_its ? i + lead : full_its;
+          sweep_wait(prev, (c - 1) * span + need);
+        }
+        for (sweep_int s = 0; s < nb; ++s) {
+          const sweep_int rh = lo + (i - s * Pg) * G, re = rh - Q;
+          if (rh + G <= lo) break;
+          if (rh < hi) SWEEP_TB2_ROWS_(rh, 0, (void)0);
+          if (re < hi)
+            SWEEP_TB2_ROWS_(re, 1,
+                            SWEEP_EQ_TBLOCK_POINTS(p, f, lists, shot, off, 0, y, tb + s,
+                                                   tb + s + 1 < t0 + n_steps));
+        }
+        if (done) sweep_publish(&done[tid], c * span + i + 1);
+      }
+    }
+    sweep_restore_fp(fp_state);
+  }
+  free(done);
+  free(lists);
+  return 1;
+}
+#undef SWEEP_TB2_ITS_
+#undef SWEEP_TB2_ROWS_
+#endif
+
 void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_int t0,
                       sweep_int n_steps, int n_threads) {
   if (SWEEP_FN(split_by_shot)(p, n_threads)) {
@@ -290,6 +379,17 @@ void SWEEP_EQ_FORWARD(const SWEEP_EQ_PARAMS *p, const SWEEP_EQ_FIELDS *f, sweep_
       SWEEP_FN(tb_forward)(p, f, t0, n_steps, n_threads, T, lists);
       return;
     }
+  }
+#elif defined(SWEEP_EQ_TBLOCK_POINTS) && SWEEP_NDIM == 2
+  if (SWEEP_EQ_TBLOCK(p, f) && !f->store
+#ifdef SWEEP_EQ_BS_FIELDS
+      && !f->band_u
+#endif
+  ) {
+    const sweep_int T = SWEEP_EQ_TBLOCK_STEPS(p, h);
+    void *lists = T > 1 ? SWEEP_EQ_TBLOCK_PREP(p, f) : NULL;
+    if (lists && SWEEP_FN(tb_forward)(p, f, t0, n_steps, n_threads, T, p->block_group, lists))
+      return;
   }
 #endif
   /* Phase 0's points of step t + 1 right after phase 1's of step t, in

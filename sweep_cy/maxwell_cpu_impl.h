@@ -796,17 +796,20 @@ static void SWEEP_FN(mx_adj_points)(const sweep_acoustic_params *p, const sweep_
   }
 }
 
-#if SWEEP_NDIM == 3
-/* ---- Temporal blocking of the 3D forward (cpu_phased.h's tb_forward) ---- */
+/* ---- Temporal blocking of the forward (cpu_phased.h's tb_forward) ---- */
 
-/* The points of every shot sorted by plane (stable: a cell's sources add in
- * the order of the fused step): n + 1 starts per shot (shape[0] + 1 each),
- * then the point numbers, for the sources and then the receivers.  NULL
- * (the forward then runs unblocked) where a point lies off the rows that the
- * sweep updates (in a halo), or when memory runs out. */
+/* The lines of the blocked sweep: planes in z (3D), rows in y (2D). */
+#define MX_TB_AXIS (SWEEP_NDIM == 3 ? 0 : 1)
+
+/* The points of every shot sorted by line (stable: a cell's sources add in
+ * the order of the fused step): n + 1 starts per shot (shape[MX_TB_AXIS] +
+ * 1 each), then the point numbers, for the sources and then the receivers.
+ * NULL (the forward then runs unblocked) where a point lies off the rows
+ * that the sweep updates (in a halo), or when memory runs out. */
 static void *SWEEP_FN(mx_tb_prep)(const sweep_acoustic_params *p,
                                   const sweep_elastic_fields *f) {
-  const sweep_int nz = p->shape[0], ns = p->n_shots, ss = p->shot_stride;
+  const sweep_int nz = p->shape[MX_TB_AXIS], ns = p->n_shots, ss = p->shot_stride;
+  const sweep_int ls = p->stride[MX_TB_AXIS];
   const sweep_int n_src = f->src_amp ? p->n_src : 0, n_rec = f->rec ? p->n_rec : 0;
   sweep_int *l = (sweep_int *)calloc((size_t)(2 * ns * (nz + 1) + ns * (n_src + n_rec)) + 1,
                                      sizeof(sweep_int));
@@ -824,8 +827,8 @@ static void *SWEEP_FN(mx_tb_prep)(const sweep_acoustic_params *p,
       sweep_int *st = start + (kind * ns + shot) * (nz + 1);
       sweep_int *ix = idx + (kind ? ns * n_src : 0) + shot * n;
       for (sweep_int k = 0; k < n; ++k) {
-        const sweep_int c = loc[shot * n + k] % ss, z = c / p->stride[0];
-        const sweep_int y = c % p->stride[0] / p->stride[1], h = p->halo;
+        const sweep_int c = loc[shot * n + k] % ss, z = c / ls, h = p->halo;
+        const sweep_int y = SWEEP_NDIM == 3 ? c % p->stride[0] / p->stride[1] : h;
         if (z < h || z >= nz - h || y < h || y >= p->shape[1] - h) {
           free(l);
           free(fill);
@@ -837,7 +840,7 @@ static void *SWEEP_FN(mx_tb_prep)(const sweep_acoustic_params *p,
       memcpy(fill, st, sizeof(sweep_int) * (size_t)(nz + 1));
       for (sweep_int k = 0; k < n; ++k) {
         const sweep_int j = loc[shot * n + k];
-        ix[fill[(j % ss) / p->stride[0]]++] = k;
+        ix[fill[(j % ss) / ls]++] = k;
       }
     }
   }
@@ -852,26 +855,28 @@ static inline void SWEEP_FN(mx_tb_points)(const sweep_acoustic_params *p,
                                           const SWEEP_FN(mx_ctx_t) * e, const sweep_int *l,
                                           sweep_int shot, sweep_int off, sweep_int z,
                                           sweep_int y, sweep_int t, int rec) {
-  const sweep_int nz = p->shape[0], ns = p->n_shots, ss = p->shot_stride;
+  const sweep_int nz = p->shape[MX_TB_AXIS], ns = p->n_shots, ss = p->shot_stride;
+  const sweep_int line = SWEEP_NDIM == 3 ? z : y;
   const sweep_int n_src = f->src_amp ? p->n_src : 0, n_rec = f->rec ? p->n_rec : 0;
-  const sweep_int *st = l + shot * (nz + 1) + z, *ix = l + 2 * ns * (nz + 1) + shot * n_src;
+  const sweep_int *st = l + shot * (nz + 1) + line, *ix = l + 2 * ns * (nz + 1) + shot * n_src;
   for (sweep_int q = st[0]; q < st[1]; ++q) {
     const sweep_int k = ix[q], j = f->src_idx[shot * n_src + k], F = j / ss, cell = j - F * ss;
-    if (cell % p->stride[0] / p->stride[1] != y) continue;
+    if (SWEEP_NDIM == 3 && cell % p->stride[0] / p->stride[1] != y) continue;
     const SWEEP_R *amp = (const SWEEP_R *)f->src_amp;
     SWEEP_FN(mx_source)(e, F, off, cell, amp[(shot * n_src + k) * p->nt + t]);
   }
   if (!rec) return;
-  st = l + (ns + shot) * (nz + 1) + z;
+  st = l + (ns + shot) * (nz + 1) + line;
   ix = l + 2 * ns * (nz + 1) + ns * n_src + shot * n_rec;
   SWEEP_R *out = (SWEEP_R *)f->rec;
   for (sweep_int q = st[0]; q < st[1]; ++q) {
     const sweep_int r = ix[q], j = f->rec_idx[shot * n_rec + r], F = j / ss, cell = j - F * ss;
-    if (cell % p->stride[0] / p->stride[1] != y) continue;
+    if (SWEEP_NDIM == 3 && cell % p->stride[0] / p->stride[1] != y) continue;
     out[(shot * n_rec + r) * p->nt + t + 1] = e->f[F][off + cell];
   }
 }
 
+#if SWEEP_NDIM == 3
 /* Steps per pass: p->block_steps when given (the time_blocking setting's
  * steps; 1: not blocked), else as many as keep the pass's window of planes
  * (Q + (T - 1) P + 1 updated, h more each side) of the 6 fields and 9
@@ -887,11 +892,36 @@ static sweep_int SWEEP_FN(mx_tb_steps)(const sweep_acoustic_params *p, sweep_int
   const sweep_int T = w > 0 ? 1 + (sweep_int)(w / (2 * h + 1)) : 1;
   return T > 8 ? 8 : T;
 }
+#else
+/* TM2D: steps per chunk (cpu_phased.h's 2D tb_forward): p->block_steps
+ * when given (1: not blocked); else 12 where a shot's eight arrays exceed
+ * SWEEP_MX_TB2_BYTES (past the 32 MB L3 the unblocked steps stream from
+ * memory), else none.  Measured (2 threads, AMD EPYC, kernels, unblocked ->
+ * blocked, benchmarks/README.md "TM2D forward: temporal blocking"): 1000^2
+ * + CPML 20 (69 MB at float64), T = 4 / 8 / 12: o4 f64 0.266 -> 0.193 /
+ * 0.158 / 0.147 s, o8 f64 0.316 -> 0.247 / 0.214 / 0.208, o4 f32 0.084 ->
+ * 0.091 / 0.079 / 0.080, o8 f32 0.110 -> 0.124 / 0.105 / 0.105; T = 12:
+ * 800^2 o4 f64 (43 MB) 0.181 -> 0.092, f32 (23 MB) 0.055 -> 0.049; 600^2
+ * o4 f64 (26 MB) 0.068 -> 0.052, f32 (13 MB) 0.024 -> 0.025; 500^2 o4 f64
+ * (19 MB) and 440^2 (15 MB) the same or slower.  Within the L3 (440^2) T =
+ * 4 ran 5-12 % faster in some processes and 15-20 % slower in others (per
+ * process, every case of it), unblocked steady; not kept. */
+#ifndef SWEEP_MX_TB2_BYTES
+#define SWEEP_MX_TB2_BYTES (20 << 20)
+#endif
+static sweep_int SWEEP_FN(mx_tb_steps)(const sweep_acoustic_params *p, sweep_int h) {
+  (void)h;
+  if (p->block_steps > 0) return p->block_steps;
+  return 8.0 * sizeof(SWEEP_R) * p->shape[1] * p->shape[2] > SWEEP_MX_TB2_BYTES ? 12 : 1;
+}
+/* Without free faces (the images of phase H's points are read by phase E's
+ * rows of other lines). */
+#define SWEEP_EQ_TBLOCK(p, f) ((void)(f), !SWEEP_FN(mx_free)(p))
+#endif
 #define SWEEP_EQ_TBLOCK_PREP(p, f) SWEEP_FN(mx_tb_prep)(p, f)
 #define SWEEP_EQ_TBLOCK_STEPS(p, h) SWEEP_FN(mx_tb_steps)(p, h)
 #define SWEEP_EQ_TBLOCK_POINTS(p, f, l, shot, off, z, y, t, rec) \
   SWEEP_FN(mx_tb_points)(p, f, &stag_base, (const sweep_int *)(l), shot, off, z, y, t, rec)
-#endif
 
 /* ---- The hooks of cpu_skeleton.h / cpu_phased.h (cpu_staggered_hooks.h) ---- */
 

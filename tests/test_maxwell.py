@@ -353,6 +353,36 @@ def test_maxwell3d_forward_blocked_in_time_is_bitwise_unblocked(accuracy):
                     assert np.asarray(out.state[k]).tobytes() == np.asarray(v).tobytes(), k
 
 
+@pytest.mark.parametrize("accuracy", [2, 4, 8])
+def test_tm2d_forward_blocked_in_time_is_bitwise_unblocked(accuracy):
+    """TM2D's chunks of several steps, pipelined over the threads, change no bit."""
+    models, rest = _problem("tm2d", nt=23, accuracy=accuracy, n_shots=3, n_src=4, n_rec=5)
+    # A model three times as tall, points in rows all along it (in several
+    # chunks' windows, on the first and last rows, two on one cell).
+    models = [np.concatenate([m, m[::-1], m]) for m in models]
+    src = np.array([[[1, 3], [30, 7], [63, 20], [30, 7]]] * 3)
+    src += np.array([[[0, 0]], [[2, 1]], [[1, 2]]])
+    rec = np.array([[[0, 2], [15, 5], [33, 9], [50, 11], [65, 25]]] * 3)
+    rest = dict(rest, impl="c", source_locations=src, receiver_locations=rec)
+    for dtype in (np.float64, np.float32):
+        ms = [m.astype(dtype) for m in models]
+        amp = rest["source_amplitudes"].astype(dtype)
+        for n_shots, threads in ((1, 1), (1, 2), (3, 2), (2, 2)):
+            kw = dict(rest, n_threads=threads, source_amplitudes=amp[:n_shots],
+                      source_locations=src[:n_shots], receiver_locations=rec[:n_shots])  # fmt: skip
+            with sweep.config(time_blocking="1,1,1"):
+                ref = sweep.tm2d(*ms, **kw)
+            # steps, rows per group (1: 2 h + 1); "auto": the rule's steps
+            chunked = {"forward_callback": lambda s: None, "callback_frequency": 7}
+            for steps in ("2,1,1", "3,4,1", "5,1,1", "4,7,1", "auto"):
+                with sweep.config(time_blocking=steps):
+                    for extra in ({}, chunked):
+                        out = sweep.tm2d(*ms, **kw, **extra)
+                        assert out.receivers.tobytes() == ref.receivers.tobytes()
+                        for k, v in ref.state.items():
+                            assert np.asarray(out.state[k]).tobytes() == np.asarray(v).tobytes(), k
+
+
 def test_float32_runs_close_to_float64():
     models, rest = _problem("maxwell3d", nt=16)
     want = sweep.maxwell3d(*models, **rest).receivers

@@ -246,12 +246,14 @@ class CompiledMaxwell(CompiledElastic):
     # -- the hooks of CompiledStepper -----------------------------------------------
     def _params(self, store_every: int, band: bool) -> np.ndarray:
         p = super()._params(store_every, band)
-        # The 3D forward's temporal blocking picks its steps per pass in C;
-        # SWEEP_TIME_BLOCKING / sweep.config(time_blocking=...) fixes them
-        # (its first number; 1: off).
+        # The forward's temporal blocking (3D passes, TM2D chunks) picks its
+        # steps in C; SWEEP_TIME_BLOCKING / sweep.config(time_blocking=...)
+        # fixes them (its first number; 1: off), in 2D also the rows per group
+        # (its second; 1: the default, 2 h + 1).
         chosen = _blocking.fixed()
-        if chosen is not None and self.xp is np and self.geom.ndim == 3:
+        if chosen is not None and self.xp is np:
             p["block_steps"] = chosen[0]
+            p["block_group"] = chosen[1] if self.geom.ndim == 2 else 0
         return p
 
     @functools.cached_property
