@@ -187,13 +187,135 @@ EL_FWD_CELLS_(el_rev_v_cells, el_rev_v)
 EL_FWD_CELLS_(el_rev_s_cells, el_rev_s)
 #undef EL_FWD_CELLS_
 
+/* The 3D adjoint's rows prefetch their own streams EL_APF_DIST cells ahead
+ * (0: none), as the forward's vector rows (EL_PF_DIST): the rows run in
+ * chunks of a vector (EL_ACH cells), each chunk an `omp simd` loop over the
+ * point function as before (the same arithmetic per cell, so the same bits)
+ * after one prefetch per stream of the cells EL_APF_DIST on.  Streams: phase
+ * A's C-PML rows the velocities they update (for writing) and their b, the
+ * memory variables it updates (P of the stress derivatives, for writing) and
+ * the velocities' ones its taps read at their leading tap along z and y (the
+ * planes and rows first read there).  Phase B the stresses it updates, the
+ * velocities, on gradient steps the 9 snapshot values and the 15 gradients
+ * (for writing), on C-PML rows the gbar inputs of the P update (the
+ * distinct coefficients), the velocities' memory variables it updates and
+ * the stresses' ones its taps read at their leading tap.  (The products of
+ * the window, e->gb, are the thread's own, in cache; phase A's plain rows
+ * stream 6 arrays and run as before: prefetched, no faster.)  3D o8
+ * adjoint kernels 2.2-2.3 -> 1.6-1.8 s, o4 1.4-1.6 -> 1.1-1.3 s; 64 cells
+ * ahead about as fast, 256 slower; prefetching the window's inputs in its
+ * lines (el_win_row) slower (benchmarks/README.md, branch eladjpf). */
+#if SWEEP_NDIM == 3
+#ifndef EL_APF_DIST
+#define EL_APF_DIST 128
+#endif
+#else
+#define EL_APF_DIST 0
+#endif
+#define EL_APFW(ptr) __builtin_prefetch((ptr), 1, 3)
+#define EL_APFR(ptr) __builtin_prefetch((ptr), 0, 3)
+/* Cells per chunk of a prefetching adjoint row: one vector (a whole
+ * vector's straight-line code after each chunk's prefetches; chunks of a
+ * cache line, 16 floats, gained less than half as much, of 2 lines none). */
+#define EL_ACH 8
+/* The 3D adjoint's (and boundary saving's) work items: tiles of 10 rows in y
+ * (cpu_skeleton.h's SWEEP_TILE_Y, 8 elsewhere).  100^3 + CPML 10 has 120
+ * such rows: 15 tiles of 8 split 8 / 7 between 2 threads, 12 of 10 evenly;
+ * warm adjoint kernels o8 1.77-1.87 -> 1.61-1.75 s, o4 1.17-1.28 -> 1.12-1.18
+ * s.  (A count of tiles chosen per call from the threads would be the
+ * general form.) */
+#define EL_TILE_Y 10
+
+/* The leading tap's offset, in strides along kernel axis d, of a staggered
+ * difference's transpose of reach r: forward (fw) taps end at + r - 1,
+ * backward ones at + r. */
+#define EL_ALEAD(fw, r) ((fw) ? (r) - 1 : (r))
+
+static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_pf)(
+    const SWEEP_FN(el_ctx_t) * e, sweep_int j, const int mask, const int nh) {
+  const int r = nh > 0 ? nh : e->nh;
+  SWEEP_UNROLL
+  for (int a = 0; a < EL_ND; ++a) {
+    EL_APFW(e->f[a] + j);
+    EL_APFR(e->c[EL_CB(a)] + j);
+  }
+  SWEEP_UNROLL
+  for (int b = 0; b < EL_ND; ++b) {
+    const int d = EL_A0 + b;
+    if (!(mask & (1 << d))) continue;
+    SWEEP_UNROLL
+    for (int a = 0; a < EL_ND; ++a) {
+      EL_APFW(e->m[EL_S(a, b)][d] + j);
+      EL_APFR(e->m[a][d] + j + (d == 2 ? 0 : EL_ALEAD(a != b, r) * e->st[d]));
+    }
+  }
+}
+
+/* cp: the n distinct coefficient pointers of gbar (C-PML rows). */
+static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_pf)(
+    const SWEEP_FN(el_ctx_t) * e, sweep_int j, const SWEEP_R *stj, sweep_int vs, const int mask,
+    const int nh, const SWEEP_R *const *cp, int ncp) {
+  const int r = nh > 0 ? nh : e->nh;
+  SWEEP_UNROLL
+  for (int F = 0; F < EL_NF; ++F) {
+    if (F < EL_ND)
+      EL_APFR(e->f[F] + j);
+    else
+      EL_APFW(e->f[F] + j);
+  }
+  if (stj) {
+    SWEEP_UNROLL
+    for (int v = 0; v < EL_NF; ++v) EL_APFR(stj + v * vs);
+    SWEEP_UNROLL
+    for (int k = 0; k < EL_NC; ++k) EL_APFW(e->g[k] + j);
+  }
+  if (mask) {
+    for (int u = 0; u < ncp; ++u) EL_APFR(cp[u] + j);
+    SWEEP_UNROLL
+    for (int b = 0; b < EL_ND; ++b) {
+      const int d = EL_A0 + b;
+      if (!(mask & (1 << d))) continue;
+      SWEEP_UNROLL
+      for (int a = 0; a < EL_ND; ++a) {
+        EL_APFW(e->m[a][d] + j);
+        EL_APFR(e->m[EL_S(a, b)][d] + j + (d == 2 ? 0 : EL_ALEAD(a == b, r) * e->st[d]));
+      }
+    }
+  }
+}
+
+/* The distinct coefficient pointers that gbar reads (C_ij, mu): n of them
+ * into cp. */
+static inline __attribute__((always_inline)) int SWEEP_FN(el_gbar_coefs)(
+    const SWEEP_FN(el_ctx_t) * e, const SWEEP_R **cp) {
+  int n = 0;
+  for (int k = EL_ND; k < EL_NC; ++k) {
+    const SWEEP_R *q = e->c[k];
+    int dup = 0;
+    for (int u = 0; u < n; ++u) dup |= cp[u] == q;
+    if (!dup) cp[n++] = q;
+  }
+  return n;
+}
+
 static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_cells)(EL_ROW_PARAMS,
                                                                            const int mask,
                                                                            const int nh) {
   (void)wrow, (void)st, (void)vs;
+  sweep_int x = x0;
+  if (EL_APF_DIST && mask) {
+    for (; x + EL_ACH <= x1; x += EL_ACH) {
+      SWEEP_FN(el_adj_a_pf)(e, base + x + EL_APF_DIST, mask, nh);
+      const sweep_int xc = x;
+      EL_SIMD
+      for (sweep_int c = 0; c < EL_ACH; ++c) {
+        SWEEP_FN(el_adj_a)(e, base + xc + c, z, y, xc + c, mask, nh, EL_PRE);
+      }
+    }
+  }
   EL_SIMD
-  for (sweep_int x = x0; x < x1; ++x) {
-    SWEEP_FN(el_adj_a)(e, base + x, z, y, x, mask, nh, EL_PRE);
+  for (sweep_int c = x; c < x1; ++c) {
+    SWEEP_FN(el_adj_a)(e, base + c, z, y, c, mask, nh, EL_PRE);
   }
 }
 
@@ -202,15 +324,36 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_cells)(EL_RO
                                                                            const int mask,
                                                                            const int nh) {
   (void)wrow;
+  sweep_int x = x0;
+  if (EL_APF_DIST) {
+    const SWEEP_R *cp[EL_NC];
+    const int ncp = mask ? SWEEP_FN(el_gbar_coefs)(e, cp) : 0;
+    for (; x + EL_ACH <= x1; x += EL_ACH) {
+      const sweep_int j = x + EL_APF_DIST;
+      SWEEP_FN(el_adj_b_pf)(e, base + j, st ? st + j : NULL, vs, mask, nh, cp, ncp);
+      const sweep_int xc = x;
+      if (st) {
+        EL_SIMD
+        for (sweep_int c = 0; c < EL_ACH; ++c) {
+          SWEEP_FN(el_adj_b)(e, base + xc + c, z, y, xc + c, mask, nh, st + xc + c, vs, EL_PRE);
+        }
+      } else {
+        EL_SIMD
+        for (sweep_int c = 0; c < EL_ACH; ++c) {
+          SWEEP_FN(el_adj_b)(e, base + xc + c, z, y, xc + c, mask, nh, NULL, vs, EL_PRE);
+        }
+      }
+    }
+  }
   if (st) {
     EL_SIMD
-    for (sweep_int x = x0; x < x1; ++x) {
-      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, st + x, vs, EL_PRE);
+    for (sweep_int c = x; c < x1; ++c) {
+      SWEEP_FN(el_adj_b)(e, base + c, z, y, c, mask, nh, st + c, vs, EL_PRE);
     }
   } else {
     EL_SIMD
-    for (sweep_int x = x0; x < x1; ++x) {
-      SWEEP_FN(el_adj_b)(e, base + x, z, y, x, mask, nh, NULL, vs, EL_PRE);
+    for (sweep_int c = x; c < x1; ++c) {
+      SWEEP_FN(el_adj_b)(e, base + c, z, y, c, mask, nh, NULL, vs, EL_PRE);
     }
   }
 }
@@ -881,4 +1024,7 @@ static void SWEEP_FN(el_rev_points)(const sweep_acoustic_params *p, const sweep_
   ((void)(pa), (void)(pb),                                                              \
    SWEEP_FN(el_win_rows)(p, &el_win, &stag_e, SWEEP_NDIM == 3 ? (z) : (y), k),          \
    SWEEP_STAG(row)(p, &stag_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
+#if SWEEP_NDIM == 3 && defined(EL_TILE_Y)
+#define SWEEP_TILE_Y EL_TILE_Y
+#endif
 #include "cpu_staggered_hooks.h"
