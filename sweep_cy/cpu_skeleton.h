@@ -453,9 +453,7 @@ static inline void SWEEP_FN(copy_outer_row)(const SWEEP_EQ_PARAMS *p, SWEEP_R *d
 
 /* Work items are (shot, tile of SWEEP_TILE_Y rows in y); each streams through
  * z so the planes a 3D stencil reads stay in cache. */
-#ifndef SWEEP_TILE_Y
 #define SWEEP_TILE_Y 8
-#endif
 #define SWEEP_N_TILES(p) (((p)->shape[1] - 2 * SWEEP_H + SWEEP_TILE_Y - 1) / SWEEP_TILE_Y)
 /* Declares the shot and the rows [y0, y1) of work item `item` (p and h in scope). */
 #define SWEEP_TILE_ITEM(item, n_tiles, shot, y0, y1)                                      \

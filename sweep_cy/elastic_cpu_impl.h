@@ -218,13 +218,6 @@ EL_FWD_CELLS_(el_rev_s_cells, el_rev_s)
  * vector's straight-line code after each chunk's prefetches; chunks of a
  * cache line, 16 floats, gained less than half as much, of 2 lines none). */
 #define EL_ACH 8
-/* The 3D adjoint's (and boundary saving's) work items: tiles of 10 rows in y
- * (cpu_skeleton.h's SWEEP_TILE_Y, 8 elsewhere).  100^3 + CPML 10 has 120
- * such rows: 15 tiles of 8 split 8 / 7 between 2 threads, 12 of 10 evenly;
- * warm adjoint kernels o8 1.77-1.87 -> 1.61-1.75 s, o4 1.17-1.28 -> 1.12-1.18
- * s.  (A count of tiles chosen per call from the threads would be the
- * general form.) */
-#define EL_TILE_Y 10
 
 /* The leading tap's offset, in strides along kernel axis d, of a staggered
  * difference's transpose of reach r: forward (fw) taps end at + r - 1,
@@ -1024,7 +1017,4 @@ static void SWEEP_FN(el_rev_points)(const sweep_acoustic_params *p, const sweep_
   ((void)(pa), (void)(pb),                                                              \
    SWEEP_FN(el_win_rows)(p, &el_win, &stag_e, SWEEP_NDIM == 3 ? (z) : (y), k),          \
    SWEEP_STAG(row)(p, &stag_e, NULL, st, SWEEP_SNAP_STRIDE(p), z, y, 3 - (k)))
-#if SWEEP_NDIM == 3 && defined(EL_TILE_Y)
-#define SWEEP_TILE_Y EL_TILE_Y
-#endif
 #include "cpu_staggered_hooks.h"
