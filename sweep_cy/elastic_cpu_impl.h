@@ -224,6 +224,26 @@ EL_FWD_CELLS_(el_rev_s_cells, el_rev_s)
  * backward ones at + r. */
 #define EL_ALEAD(fw, r) ((fw) ? (r) - 1 : (r))
 
+/* The C-PML memory variables of the adjoint rows on the row's mask: the
+ * ones a phase updates (write) and the ones its taps read at their leading
+ * tap along z and y.  Phase A (b_phase 0) updates the stresses' variables
+ * and reads the velocities'; phase B the other way round. */
+static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_mv_pf)(
+    const SWEEP_FN(el_ctx_t) * e, sweep_int j, const int mask, const int r, const int b_phase) {
+  SWEEP_UNROLL
+  for (int b = 0; b < EL_ND; ++b) {
+    const int d = EL_A0 + b;
+    if (!(mask & (1 << d))) continue;
+    SWEEP_UNROLL
+    for (int a = 0; a < EL_ND; ++a) {
+      const int w = b_phase ? a : EL_S(a, b), rd = b_phase ? EL_S(a, b) : a;
+      const int fw = b_phase ? a == b : a != b;
+      EL_APFW(e->m[w][d] + j);
+      EL_APFR(e->m[rd][d] + j + (d == 2 ? 0 : EL_ALEAD(fw, r) * e->st[d]));
+    }
+  }
+}
+
 static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_pf)(
     const SWEEP_FN(el_ctx_t) * e, sweep_int j, const int mask, const int nh) {
   const int r = nh > 0 ? nh : e->nh;
@@ -232,16 +252,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_pf)(
     EL_APFW(e->f[a] + j);
     EL_APFR(e->c[EL_CB(a)] + j);
   }
-  SWEEP_UNROLL
-  for (int b = 0; b < EL_ND; ++b) {
-    const int d = EL_A0 + b;
-    if (!(mask & (1 << d))) continue;
-    SWEEP_UNROLL
-    for (int a = 0; a < EL_ND; ++a) {
-      EL_APFW(e->m[EL_S(a, b)][d] + j);
-      EL_APFR(e->m[a][d] + j + (d == 2 ? 0 : EL_ALEAD(a != b, r) * e->st[d]));
-    }
-  }
+  SWEEP_FN(el_adj_mv_pf)(e, j, mask, r, 0);
 }
 
 /* cp: the n distinct coefficient pointers of gbar (C-PML rows). */
@@ -264,16 +275,7 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_pf)(
   }
   if (mask) {
     for (int u = 0; u < ncp; ++u) EL_APFR(cp[u] + j);
-    SWEEP_UNROLL
-    for (int b = 0; b < EL_ND; ++b) {
-      const int d = EL_A0 + b;
-      if (!(mask & (1 << d))) continue;
-      SWEEP_UNROLL
-      for (int a = 0; a < EL_ND; ++a) {
-        EL_APFW(e->m[a][d] + j);
-        EL_APFR(e->m[EL_S(a, b)][d] + j + (d == 2 ? 0 : EL_ALEAD(a == b, r) * e->st[d]));
-      }
-    }
+    SWEEP_FN(el_adj_mv_pf)(e, j, mask, r, 1);
   }
 }
 
