@@ -46,6 +46,22 @@ cdef extern from "host_pages.h" nogil:
                                        const unsigned char *resident, int n_threads)
 
 
+cdef extern from "maxwell_coef.h" nogil:
+    ctypedef struct sweep_mx_coef_out:
+        int stag
+        int electric
+        void *out_a
+        void *out_b
+        const void *fh
+        const void *fm
+        const void *fl
+    int sweep_maxwell_coefficients(int is_double, const void *eps, const void *sig,
+                                   const void *mu, const long long *lo, const long long *k,
+                                   const long long *n, long long s0, long long s1,
+                                   const sweep_mx_coef_out *outs, int n_outs, int head_axis,
+                                   double dt, double eps0, double mu0, int n_threads)
+
+
 cdef extern from "bf16_cpu.h" nogil:
     void sweep_to_bf16(const unsigned int *src, unsigned short *dst, long long n)
     void sweep_from_bf16(const unsigned short *src, unsigned int *dst, long long n)
@@ -260,3 +276,43 @@ def zero_written_pages(size_t base, long long page, const unsigned char[::1] res
         with nogil:
             written = sweep_zero_written_pages(<char *>base, n, page, &resident[0], n_threads)
     return written
+
+
+def maxwell_coefficients(int is_double, size_t eps, size_t sig, size_t mu, lo, k, n,
+                         long long s0, long long s1, list outs, int head_axis, double dt,
+                         double eps0, double mu0, int n_threads=1):
+    """Write the Maxwell coefficient fields (``sweep_cy/maxwell_coef.h``).
+
+    Addresses of dense models (``k``, 3D-numbered) and of fields (padded
+    shape ``n``, strides ``s0``, ``s1`` in elements); ``outs``: per
+    component ``(stag, electric, out_a, out_b, fh, fm, fl)`` (addresses, 0:
+    none).  The caller (``sweep.equations.maxwell.compiled``) owns and checks
+    every buffer.
+    """
+    cdef long long clo[3]
+    cdef long long ck[3]
+    cdef long long cn[3]
+    cdef sweep_mx_coef_out c_outs[6]
+    cdef int i, rc
+    cdef int n_outs = len(outs)
+    if n_outs > 6 or len(lo) != 3 or len(k) != 3 or len(n) != 3:
+        raise ValueError("maxwell_coefficients: at most 6 components, 3 axes")
+    for i in range(3):
+        clo[i] = lo[i]
+        ck[i] = k[i]
+        cn[i] = n[i]
+    for i in range(n_outs):
+        stag, electric, out_a, out_b, fh, fm, fl = outs[i]
+        c_outs[i].stag = stag
+        c_outs[i].electric = electric
+        c_outs[i].out_a = <void *><size_t>out_a
+        c_outs[i].out_b = <void *><size_t>out_b
+        c_outs[i].fh = <const void *><size_t>fh
+        c_outs[i].fm = <const void *><size_t>fm
+        c_outs[i].fl = <const void *><size_t>fl
+    with nogil:
+        rc = sweep_maxwell_coefficients(is_double, <const void *>eps, <const void *>sig,
+                                        <const void *>mu, clo, ck, cn, s0, s1, c_outs, n_outs,
+                                        head_axis, dt, eps0, mu0, n_threads)
+    if rc:
+        raise MemoryError("maxwell_coefficients: out of memory")

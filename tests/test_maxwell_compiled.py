@@ -302,6 +302,7 @@ def test_kernel_coefficients_on_slabs_of_planes_are_the_whole_grid_bitwise(
 
     monkeypatch.setattr(compiled_core, "_SLAB_BYTES", 0)
     monkeypatch.setattr(compiled_core, "_SLAB_PLANES", planes)
+    monkeypatch.setattr(compiled, "_compiled_coefficients", lambda: None)  # NumPy's path
     models, dx, dt, kw = _problem(ndim, free=(0,), dtype=np.float32)
     args = inspect.signature(_fn(ndim)).bind(*models, dx, dt, **kw)
     args.apply_defaults()
@@ -315,6 +316,51 @@ def test_kernel_coefficients_on_slabs_of_planes_are_the_whole_grid_bitwise(
     assert got.keys() == want.keys()
     for k, x in got.items():
         assert x.dtype == want[k].dtype and x.tobytes() == want[k].tobytes(), k
+
+
+@pytest.mark.parametrize("ndim", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("free", [(), (0, -1)])
+def test_compiled_host_coefficients_are_numpys_bitwise(ndim, dtype, free, monkeypatch):
+    """``sweep._C.maxwell_coefficients`` writes NumPy's coefficient fields bit for bit.
+
+    Heterogeneous models with lossless (``sigma = 0``) regions and
+    subnormal conductivities, on 1 and 2 threads, against the NumPy path
+    (:meth:`EagerMaxwell._coefficients_numpy` on slabs of planes).
+    """
+    from sweep.equations.maxwell import compiled
+    from sweep.equations.maxwell.propagator import _prepare
+
+    if compiled._compiled_coefficients() is None:
+        pytest.skip("sweep._C without maxwell_coefficients")
+    models, dx, dt, kw = _problem(ndim, free=free, dtype=dtype)
+    rng = np.random.default_rng(7)
+    models[0] *= rng.uniform(0.5, 30.0, models[0].shape).astype(dtype)
+    models[1][..., :3] = 0  # lossless columns and a lossless block
+    models[1][: models[1].shape[0] // 2, 2:5] = 0
+    models[1][-1, ...] = np.finfo(dtype).smallest_subnormal * 3
+    models[1][0, ...] *= 1e4  # |ca| near 1 and ca < 0
+    models[2] *= rng.uniform(0.8, 5.0, models[2].shape).astype(dtype)
+    args = inspect.signature(_fn(ndim)).bind(*models, dx, dt, **kw)
+    args.apply_defaults()
+    call = _prepare(**args.arguments, equation=_fn(ndim).__name__)
+    engine = compiled.CompiledMaxwell(call.geom, np, dtype, **call.extra)
+    fast = compiled._compiled_coefficients
+    monkeypatch.setattr(compiled, "_compiled_coefficients", lambda: None)
+    want = {k: x.copy() for k, x in engine.kernel_coefficients(*models).items()}
+    monkeypatch.setattr(compiled, "_compiled_coefficients", fast)
+    for threads in (1, 2):
+        engine.n_threads = threads
+        assert compiled.host_coefficients(engine, models) is not None  # the C path runs
+        got = engine.kernel_coefficients(*models)
+        assert got.keys() == want.keys()
+        for k, x in got.items():
+            assert x.dtype == want[k].dtype and x.tobytes() == want[k].tobytes(), (threads, k)
+            wide = np.lib.stride_tricks.as_strided(
+                x, (*x.shape[:-1], x.strides[-2] // x.itemsize), x.strides
+            )
+            assert not wide[..., x.shape[-1] :].any()  # the rows' tails
+        del got
 
 
 @pytest.mark.parametrize("ndim", [2, 3])

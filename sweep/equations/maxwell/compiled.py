@@ -208,13 +208,17 @@ class CompiledMaxwell(CompiledElastic):
         Computed on the host from NumPy models.
         """
         eager = self.eager
-        if self.xp is np:  # on slabs of planes, straight into the fields
+        if self.xp is np:
+            models = [np.asarray(m) for m in (epsilon, sigma, mu)]
+            fields = host_coefficients(self, models)
+            if fields is not None:  # in C, on the kernels' threads
+                return fields
+            # On slabs of planes, straight into the fields.
 
             def compute(padded: list[np.ndarray], planes: slice) -> dict[int, tuple]:
                 c = dict(zip(("ca", "cb", "ch"), eager._coefficients_numpy(*padded), strict=True))
                 return _slot_factors(eager, c)
 
-            models = [np.asarray(m) for m in (epsilon, sigma, mu)]
             return self.planewise_fields(compute, models, 20, eager.pad_planes)
         factors = coefficient_factors(eager, epsilon, sigma, mu)
         return {k: self.masked_field(c, m, 20 + k) for k, (c, m) in factors.items()}
@@ -278,6 +282,76 @@ class CompiledMaxwell(CompiledElastic):
 
     def _watched(self, state: Any) -> Any:
         return state.fields["ey"]
+
+
+@functools.cache
+def _compiled_coefficients() -> Any:
+    """``sweep._C.maxwell_coefficients``, or None without the compiled kernels (or an old build)."""
+    try:
+        from ... import _C
+    except ImportError:
+        return None
+    return getattr(_C, "maxwell_coefficients", None)
+
+
+def host_coefficients(engine: CompiledMaxwell, models: list[np.ndarray]) -> dict[int, Any] | None:
+    """Return the host coefficient fields computed by ``sweep._C.maxwell_coefficients``.
+
+    Those of :meth:`CompiledMaxwell.kernel_coefficients`' NumPy path bit for
+    bit (:meth:`EagerMaxwell._coefficients_numpy` times the live masks, as
+    :meth:`~sweep._compiled.CompiledStepper.planewise_fields` applies them):
+    the same operations in the same order and precision, a row at a time on
+    the kernels' OpenMP threads (``sweep_cy/maxwell_coef.h``).  None where
+    the kernels lack it or the models are not of the engine's real dtype
+    and the model shape (the NumPy path then takes them).
+    """
+    compute = _compiled_coefficients()
+    eager, g = engine.eager, engine.geom
+    dtype = np.dtype(engine.dtype)
+    dt = g.dt
+    shape = tuple(g.padded_shape)
+    if (
+        compute is None
+        or dtype not in (np.float32, np.float64)
+        or type(dt) is not float  # a NumPy scalar would change NumPy's precision
+        or any(m.dtype != dtype or m.shape != tuple(g.model_shape) for m in models)
+    ):
+        return None
+    nd = g.ndim
+    pad = 3 - nd  # 3D-numbered axes: TM2D's are 1, 2
+    models = [np.ascontiguousarray(m) for m in models]
+    slots = coefficient_slots(nd)
+    fields: dict[int, np.ndarray] = {}
+    outs, keep = [], []
+    strides = None
+    for name, stag in eager.stag.items():
+        kinds = ("ca", "cb") if name[0] == "e" else ("ch",)
+        own = []
+        for kind in kinds:
+            k = slots[kind, name]
+            fields[k] = out = engine._pitched(shape, 20 + k, fill=False)
+            st = tuple(x // out.itemsize for x in out.strides)
+            if out.strides[-1] != out.itemsize or (strides is not None and st != strides):
+                return None
+            strides = st
+            own.append(out.ctypes.data)
+        live = eager.live_factors[name]
+        factors = [np.ascontiguousarray(f.reshape(-1), dtype=dtype) for f in live]
+        keep += factors
+        addr = [f.ctypes.data for f in factors]
+        outs.append((
+            sum(1 << (d + pad) for d in stag), int(name[0] == "e"), own[0],
+            own[1] if len(own) > 1 else 0, addr[0], addr[1] if nd == 3 else 0, addr[-1],
+        ))  # fmt: skip
+    assert strides is not None
+    s = (0, *strides) if nd == 2 else strides
+    lo = [0] * pad + [g.lo(d) for d in range(nd)]
+    k = [1] * pad + list(g.model_shape)
+    n = [1] * pad + list(shape)
+    eps, sig, mu = models
+    compute(int(dtype == np.float64), eps.ctypes.data, sig.ctypes.data, mu.ctypes.data, lo, k, n,
+            s[0], s[1], outs, 0 if nd == 3 else 1, dt, EPS0, MU0, engine.threads)  # fmt: skip
+    return fields
 
 
 def coefficient_factors(
