@@ -52,7 +52,6 @@ used only after a full-storage gradient's forward (:func:`keep_scratch`).
 from __future__ import annotations
 
 import ctypes
-import functools
 import math
 import mmap
 import threading
@@ -64,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from ._config import config
+from ._impl import compiled_function
 
 # Below this size the ordinary allocator is as fast and wastes no huge page.
 _MIN_BYTES = 4 << 20
@@ -370,14 +370,9 @@ def settle_heap() -> None:
         pass
 
 
-@functools.cache
 def _compiled_zeroing() -> Any:
     """``sweep._C.zero_written_pages``, or None without the compiled kernels."""
-    try:
-        from . import _C
-    except ImportError:
-        return None
-    return getattr(_C, "zero_written_pages", None)
+    return compiled_function("zero_written_pages")
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]]:

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.machinery
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from ._warn import warn_user
 
 IMPLS = (None, "auto", "c", "eager")
 
 EDITABLE_INSTALL = "pip install --no-build-isolation -e ."
+
+
+@functools.cache
+def compiled_module() -> Any:
+    """``sweep._C``, or None where it does not import (the NumPy / eager fallbacks then)."""
+    try:
+        from . import _C
+    except ImportError:
+        return None
+    return _C
+
+
+def compiled_function(name: str) -> Any:
+    """``sweep._C.<name>``, or None without the compiled kernels or in a build that lacks it."""
+    return getattr(compiled_module(), name, None)
 
 
 def binding_error() -> str | None:

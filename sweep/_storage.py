@@ -44,6 +44,7 @@ import numpy as np
 
 from . import _hostmem
 from ._config import config
+from ._impl import compiled_function, compiled_module
 
 __all__ = ["SnapshotStore", "StorageError", "from_bf16", "to_bf16"]
 
@@ -175,14 +176,9 @@ def _from_bf16_into(h: Any, out: Any, xp: Any) -> Any:
     return out
 
 
-@functools.cache
 def _compiled_bf16() -> Any:
     """``sweep._C`` for the multi-threaded conversions, or None without it (NumPy then)."""
-    try:
-        from . import _C
-    except ImportError:
-        return None
-    return _C if hasattr(_C, "to_bf16_into") else None
+    return compiled_module() if compiled_function("to_bf16_into") is not None else None
 
 
 @functools.cache

@@ -32,6 +32,7 @@ import numpy as np
 from ... import _blocking, _hostmem
 from ..._compiled import CompiledStepper, _Fields
 from ..._grid import Geometry
+from ..._impl import compiled_function
 from ..._stepper import ForwardState
 from ..._xp import take_transpose, to_host
 from ..elastic.compiled import CompiledElastic
@@ -284,14 +285,9 @@ class CompiledMaxwell(CompiledElastic):
         return state.fields["ey"]
 
 
-@functools.cache
 def _compiled_coefficients() -> Any:
     """``sweep._C.maxwell_coefficients``, or None without the compiled kernels (or an old build)."""
-    try:
-        from ... import _C
-    except ImportError:
-        return None
-    return getattr(_C, "maxwell_coefficients", None)
+    return compiled_function("maxwell_coefficients")
 
 
 def host_coefficients(engine: CompiledMaxwell, models: list[np.ndarray]) -> dict[int, Any] | None:
