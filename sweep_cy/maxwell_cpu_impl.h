@@ -551,15 +551,18 @@ MX_VFNM_MASKS_(1)
 #endif
 #define MX_CPML_NAME_(v, kind, m, nh) SWEEP_FN(mx_##v##kind##_m##m##_##nh)
 #define MX_CPML_FN_(v, kind, m, nh) MX_CPML_NAME_(v, kind, m, nh)
-#define MX_CPML_FWD_(kind, m, args)         \
-  do {                                      \
-    if (e->nh == 2)                         \
-      MX_CPML_FN_(MX_V3_, kind, m, 2) args; \
-    else if (e->nh == 1)                    \
-      MX_CPML_FN_(MX_V3_, kind, m, 1) args; \
-    else                                    \
-      SWEEP_FN(mx_k##kind##_m##m##_0) args; \
+/* Mask m's rows of order 2 or 4 (v: vector or literal scalar rows), other
+ * orders mask mo's run-time-order function. */
+#define MX_CPML_ORDERS_(v, kind, m, mo, args) \
+  do {                                        \
+    if (e->nh == 2)                           \
+      MX_CPML_FN_(v, kind, m, 2) args;        \
+    else if (e->nh == 1)                      \
+      MX_CPML_FN_(v, kind, m, 1) args;        \
+    else                                      \
+      SWEEP_FN(mx_k##kind##_m##mo##_0) args;  \
   } while (0)
+#define MX_CPML_FWD_(kind, m, args) MX_CPML_ORDERS_(MX_V3_, kind, m, m, args)
 #endif
 /* The forward's kinds (0, 1) per order above; the adjoint's run the run-time order. */
 #define MX_CPML_0(m, args) MX_CPML_FWD_(0, m, args)
@@ -571,15 +574,7 @@ MX_VFNM_MASKS_(1)
  * 2 and 4 stretch those two axes only; else mask 7's function (the third
  * axis's profiles are zero there: exact zeros added, the same values). */
 #if defined(MX_HAVE_VEC)
-#define MX_CPML56_FWD_(kind, m, args)       \
-  do {                                      \
-    if (e->nh == 2)                         \
-      SWEEP_FN(mx_v##kind##_m##m##_2) args; \
-    else if (e->nh == 1)                    \
-      SWEEP_FN(mx_v##kind##_m##m##_1) args; \
-    else                                    \
-      SWEEP_FN(mx_k##kind##_m7_0) args;     \
-  } while (0)
+#define MX_CPML56_FWD_(kind, m, args) MX_CPML_ORDERS_(v, kind, m, 7, args)
 #else
 #define MX_CPML56_FWD_(kind, m, args) MX_CPML_FWD_(kind, 7, args)
 #endif
