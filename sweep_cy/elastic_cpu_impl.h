@@ -212,8 +212,9 @@ EL_FWD_CELLS_(el_rev_s_cells, el_rev_s)
 #else
 #define EL_APF_DIST 0
 #endif
-#define EL_APFW(ptr) __builtin_prefetch((ptr), 1, 3)
-#define EL_APFR(ptr) __builtin_prefetch((ptr), 0, 3)
+/* A prefetch for writing / for reading, into every cache level. */
+#define EL_PFW(ptr) __builtin_prefetch((ptr), 1, 3)
+#define EL_PFR(ptr) __builtin_prefetch((ptr), 0, 3)
 /* Cells per chunk of a prefetching adjoint row: one vector (a whole
  * vector's straight-line code after each chunk's prefetches; chunks of a
  * cache line, 16 floats, gained less than half as much, of 2 lines none). */
@@ -238,8 +239,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_mv_pf)(
     for (int a = 0; a < EL_ND; ++a) {
       const int w = b_phase ? a : EL_S(a, b), rd = b_phase ? EL_S(a, b) : a;
       const int fw = b_phase ? a == b : a != b;
-      EL_APFW(e->m[w][d] + j);
-      EL_APFR(e->m[rd][d] + j + (d == 2 ? 0 : EL_ALEAD(fw, r) * e->st[d]));
+      EL_PFW(e->m[w][d] + j);
+      EL_PFR(e->m[rd][d] + j + (d == 2 ? 0 : EL_ALEAD(fw, r) * e->st[d]));
     }
   }
 }
@@ -249,8 +250,8 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_a_pf)(
   const int r = nh > 0 ? nh : e->nh;
   SWEEP_UNROLL
   for (int a = 0; a < EL_ND; ++a) {
-    EL_APFW(e->f[a] + j);
-    EL_APFR(e->c[EL_CB(a)] + j);
+    EL_PFW(e->f[a] + j);
+    EL_PFR(e->c[EL_CB(a)] + j);
   }
   SWEEP_FN(el_adj_mv_pf)(e, j, mask, r, 0);
 }
@@ -263,18 +264,18 @@ static inline __attribute__((always_inline)) void SWEEP_FN(el_adj_b_pf)(
   SWEEP_UNROLL
   for (int F = 0; F < EL_NF; ++F) {
     if (F < EL_ND)
-      EL_APFR(e->f[F] + j);
+      EL_PFR(e->f[F] + j);
     else
-      EL_APFW(e->f[F] + j);
+      EL_PFW(e->f[F] + j);
   }
   if (stj) {
     SWEEP_UNROLL
-    for (int v = 0; v < EL_NF; ++v) EL_APFR(stj + v * vs);
+    for (int v = 0; v < EL_NF; ++v) EL_PFR(stj + v * vs);
     SWEEP_UNROLL
-    for (int k = 0; k < EL_NC; ++k) EL_APFW(e->g[k] + j);
+    for (int k = 0; k < EL_NC; ++k) EL_PFW(e->g[k] + j);
   }
   if (mask) {
-    for (int u = 0; u < ncp; ++u) EL_APFR(cp[u] + j);
+    for (int u = 0; u < ncp; ++u) EL_PFR(cp[u] + j);
     SWEEP_FN(el_adj_mv_pf)(e, j, mask, r, 1);
   }
 }
@@ -397,8 +398,6 @@ typedef SWEEP_R SWEEP_FN(el_uv) __attribute__((vector_size(32), aligned(sizeof(S
 #ifndef EL_PF_DIST
 #define EL_PF_DIST 128
 #endif
-#define EL_PFW(ptr) __builtin_prefetch((ptr), 1, 3)
-#define EL_PFR(ptr) __builtin_prefetch((ptr), 0, 3)
 
 static inline __attribute__((always_inline)) SWEEP_FN(taps)
     SWEEP_FN(el_taps_of)(const SWEEP_FN(el_ctx_t) * e) {
